@@ -1,0 +1,3 @@
+"""TileStudio: PyTorch model → pure cuTile .py workbench."""
+
+__version__ = "0.1.0"

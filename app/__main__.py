@@ -1,0 +1,5 @@
+import sys
+
+from tilestudio.core.cli import main
+
+sys.exit(main())

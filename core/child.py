@@ -1,0 +1,95 @@
+"""Entry point of the child process that runs user code: `python -m tilestudio.core.child TASK ...`.
+
+The parent (loader.py) starts it with a timeout and a memory cap and reads one JSON result file; user code may
+print anything to stdout/stderr without disturbing the protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+
+from .errors import ErrorInfo, UserError
+
+
+def _apply_memory_cap(cap_mb: int) -> None:
+    if cap_mb > 0:
+        limit = cap_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _warm_up() -> None:
+    """Import torch and export a one-op module: start-up cost a long-lived worker pays once, kept off the clock."""
+    import warnings
+
+    import torch
+    import torch.export
+
+    warnings.filterwarnings("ignore", category=UserWarning)
+
+    class _One(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x + 1)
+
+    with torch.device("meta"):
+        torch.export.export(_One(), (torch.randn(2),), strict=False)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _write(path: str, payload: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(payload, f)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tilestudio-child")
+    parser.add_argument("task", choices=["capture", "verify"])
+    parser.add_argument("model_file")
+    parser.add_argument("--result", required=True)
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--decomposition", default=None)
+    parser.add_argument("--memory-mb", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    start = time.perf_counter()
+    try:
+        _warm_up()
+        _apply_memory_cap(args.memory_mb)
+        work_start = time.perf_counter()
+        if args.task == "capture":
+            from .capture_model import capture_file
+
+            graph = capture_file(args.model_file, args.model)
+            payload = {"ok": True, "graph": graph.model_dump(mode="json")}
+        else:
+            from .verify_run import verify_file
+
+            payload = {"ok": True, "report": verify_file(args.model_file, args.model, args.decomposition)}
+        payload["timings"] = {"import_s": work_start - start, "work_s": time.perf_counter() - work_start}
+    except UserError as err:
+        payload = {"ok": False, "error": err.info.model_dump(mode="json")}
+    except MemoryError:
+        payload = {"ok": False, "error": ErrorInfo(
+            kind="memory", message=f"the model needed more than the {args.memory_mb} MB memory cap",
+            file=args.model_file, hint="raise the cap with --memory-mb, or shrink get_inputs()").model_dump()}
+    except BaseException as exc:  # noqa: BLE001 - the parent must always get an answer
+        payload = {"ok": False, "error": ErrorInfo(
+            kind="internal", message=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
+            file=args.model_file, detail=traceback.format_exc()).model_dump()}
+    payload["peak_rss_mb"] = _peak_rss_mb()
+    _write(args.result, payload)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

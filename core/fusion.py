@@ -1,0 +1,290 @@
+"""Fusion: partition the compute ops of an `OpGraph` into kernels, by deterministic, documented rules.
+
+Rules (each has a test in tests/test_fusion.py):
+
+R1 epilogue   An elementwise op whose main input is the single-use result of an anchor (matmul, conv, norm,
+              reduction, pool, softmax, scan, attention) or of an elementwise kernel joins that kernel, provided its
+              result has the same shape (no broadcast growth). Covers bias, activation, scaling, clamp and residual
+              adds after a GEMM/conv, and pure elementwise chains.
+R2 norm/softmax prologue
+              A norm, softmax, reduction or loss whose input is the result of a purely elementwise kernel absorbs that
+              kernel as its prologue when the result has no other use. A residual add feeding a norm fuses even when
+              the sum is also used later (the residual stream): the fused kernel then also writes the sum.
+R3 elementwise trees
+              A single-use purely elementwise kernel that computes a side input of an elementwise op (a mask, a
+              scaled bias) joins the consumer's kernel.
+R4 glue       Data movement (view/reshape/permute/transpose/slice/cat/stack/expand), allocation and identities
+              (dropout in eval, contiguous, clone) are glue between kernels, not kernels. Alias-like glue
+              (dropout in eval, contiguous, clone, detach) is transparent to R1-R3.
+R5 parallel   Kernels with no path between them are independent; kernels are levelled by longest dependency path
+              and each level is a parallel group.
+R6 BN folding An eval-mode batch norm directly after a convolution or linear, on its single-use result, joins it
+              as a per-channel scale and shift (folded into the weights by the kernel library).
+Anchors never merge with each other (apart from R6), so each kernel has at most one parallelisation strategy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .catalog import ALIAS_OPS, OpInfo, base_op, lookup
+from .opgraph import OpGraph, OpNode, node_refs
+
+EPILOGUE_ANCHORS = {"matmul", "convolution", "normalization", "reduction", "pooling", "softmax", "scan",
+                    "attention", "gather", "loss"}
+PROLOGUE_ANCHORS = {"normalization", "softmax", "reduction", "loss"}
+
+
+@dataclass
+class Group:
+    gid: int
+    nodes: list[str]
+    anchor: str | None = None  # node name of the anchor op, None for a purely elementwise kernel
+    rules: list[str] = field(default_factory=list)
+
+    def add_rule(self, rule: str) -> None:
+        if rule not in self.rules:
+            self.rules.append(rule)
+
+
+@dataclass
+class FusionPlan:
+    groups: list[Group]  # in order of first node
+    group_of: dict[str, int]  # compute node → group id
+    glue: list[str]  # glue node names, in graph order
+    alias: dict[str, str]  # value → the value it is an alias of (through R4 transparent glue), fully resolved
+    info: dict[str, OpInfo]
+    uses: dict[str, list[str]]  # resolved value → consumer nodes
+    graph_outputs: list[str]  # resolved values the forward returns
+
+    def resolve(self, value: str) -> str:
+        return self.alias.get(value, value)
+
+
+class _Fuser:
+    def __init__(self, graph: OpGraph):
+        self.graph = graph
+        self.order = {n.name: i for i, n in enumerate(graph.nodes)}
+        self.info = {n.name: lookup(n) for n in graph.nodes}
+        self.nodes = {n.name: n for n in graph.nodes}
+        self.alias: dict[str, str] = {}
+        self.uses: dict[str, list[str]] = {}  # resolved value → consumer node names (resolved through aliases)
+        self.groups: dict[int, Group] = {}
+        self.group_of: dict[str, int] = {}
+        self.output_values = {r for o in graph.outputs for r in _refs(o)}
+
+    # ---- value bookkeeping ------------------------------------------------------------------------------------
+    def resolve(self, value: str) -> str:
+        while value in self.alias:
+            value = self.alias[value]
+        return value
+
+    def producer(self, value: str) -> str | None:
+        """The compute node that produces `value` (getitem of a tuple op resolves to the op), else None."""
+        value = self.resolve(value)
+        node = self.nodes.get(value)
+        if node is None:
+            return None
+        if node.target == "getitem":
+            src = node_refs(node)[0]
+            return self.producer(src)
+        return None if self.info[value].is_glue else value
+
+    def use_count(self, value: str) -> int:
+        value = self.resolve(value)
+        return len(self.uses.get(value, [])) + (1 if value in self._resolved_outputs() else 0)
+
+    def _resolved_outputs(self) -> set[str]:
+        cached = getattr(self, "_outs", None)
+        if cached is None:
+            cached = {self.resolve(v) for v in self.output_values}
+            self._outs = cached
+        return cached
+
+    # ---- groups -----------------------------------------------------------------------------------------------
+    def gdeps(self, gid: int) -> set[int]:
+        deps: set[int] = set()
+        for name in self.groups[gid].nodes:
+            for ref in node_refs(self.nodes[name]):
+                for g in self._producing_groups(ref):
+                    if g != gid:
+                        deps.add(g)
+        return deps
+
+    def _producing_groups(self, value: str, seen: set[str] | None = None) -> set[int]:
+        """Groups a value depends on directly, looking through glue."""
+        value = self.resolve(value)
+        prod = self.producer(value)
+        if prod is not None:
+            return {self.group_of[prod]} if prod in self.group_of else set()
+        node = self.nodes.get(value)
+        if node is None:
+            return set()
+        seen = seen if seen is not None else set()
+        if value in seen:
+            return set()
+        seen.add(value)
+        out: set[int] = set()
+        for ref in node_refs(node):
+            out |= self._producing_groups(ref, seen)
+        return out
+
+    def reaches(self, src: int, dst: int, skip_direct: bool) -> bool:
+        """Is there a dependency path dst ← ... ← src (dst depends on src), optionally ignoring direct edges?"""
+        stack = [g for g in self.gdeps(dst) if not (skip_direct and g == src)]
+        seen: set[int] = set()
+        while stack:
+            g = stack.pop()
+            if g == src:
+                return True
+            if g in seen:
+                continue
+            seen.add(g)
+            stack.extend(self.gdeps(g))
+        return False
+
+    def merge(self, into: int, other: int, rule: str) -> None:
+        a, b = self.groups[into], self.groups.pop(other)
+        a.nodes = sorted(a.nodes + b.nodes, key=self.order.__getitem__)
+        if a.anchor is None:
+            a.anchor = b.anchor
+        for r in b.rules:
+            a.add_rule(r)
+        a.add_rule(rule)
+        for n in b.nodes:
+            self.group_of[n] = into
+
+    def can_merge(self, g: int, h: int) -> bool:
+        """Merging h into g (h's node consumes g's output) must not create a cycle through a third group."""
+        return not self.reaches(g, h, skip_direct=True) and not self.reaches(h, g, skip_direct=True)
+
+    def is_pure_elementwise(self, gid: int) -> bool:
+        return self.groups[gid].anchor is None
+
+    # ---- the pass ---------------------------------------------------------------------------------------------
+    def run(self) -> FusionPlan:
+        glue: list[str] = []
+        for node in self.graph.nodes:
+            info = self.info[node.name]
+            refs = node_refs(node)
+            if info.is_glue and base_op(node.op) in ALIAS_OPS and refs and node.meta is not None:
+                self.alias[node.name] = refs[0]
+                continue  # an alias is not a consumer: its own consumers are counted through it
+            if info.category == "identity" and node.meta is None:
+                continue  # runtime assertions (_assert_tensor_metadata) consume nothing
+            for ref in dict.fromkeys(refs):
+                self.uses.setdefault(self.resolve(ref), []).append(node.name)
+        for node in self.graph.nodes:
+            info = self.info[node.name]
+            if node.target == "getitem":
+                src = self.producer(node_refs(node)[0])
+                if src is not None and src in self.group_of:  # an element of a kernel's tuple result
+                    group = self.groups[self.group_of[src]]
+                    group.nodes.append(node.name)
+                    self.group_of[node.name] = group.gid
+                    continue
+            if info.is_glue:
+                glue.append(node.name)
+                continue
+            gid = self._new_gid()
+            self.groups[gid] = Group(gid, [node.name], anchor=None if info.is_elementwise else node.name)
+            self.group_of[node.name] = gid
+            if info.is_elementwise:
+                self._fuse_elementwise(node, gid)
+            elif info.category in PROLOGUE_ANCHORS:
+                self._fuse_prologue(node, gid)
+            if base_op(node.op) == "batch_norm" and not node.attrs.get("training", False):
+                self._fold_batch_norm(node)
+        groups = sorted(self.groups.values(), key=lambda g: self.order[g.nodes[0]])
+        return FusionPlan(groups=groups, group_of=dict(self.group_of), glue=glue,
+                          alias={k: self.resolve(k) for k in self.alias}, info=self.info,
+                          uses={k: list(v) for k, v in self.uses.items()},
+                          graph_outputs=sorted(self._resolved_outputs()))
+
+    def _new_gid(self) -> int:
+        self._next = getattr(self, "_next", -1) + 1
+        return self._next
+
+    def _tensor_inputs(self, node: OpNode) -> list[str]:
+        return [r for r in node_refs(node) if self._meta(r) is not None]
+
+    def _meta(self, value: str):
+        value = self.resolve(value)
+        node = self.nodes.get(value)
+        if node is not None:
+            return node.meta
+        inp = self.graph.input(value)
+        return inp.meta if inp else None
+
+    def _fuse_elementwise(self, node: OpNode, gid: int) -> None:
+        out = node.meta
+        # R1: join the kernel that produced the main input.
+        for ref in self._tensor_inputs(node):
+            prod = self.producer(ref)
+            if prod is None or self.use_count(ref) != 1 or out is None:
+                continue
+            pmeta = self._meta(ref)
+            if pmeta is None or pmeta.shape != out.shape:
+                continue
+            pg = self.group_of[prod]
+            anchor = self.groups[pg].anchor
+            if anchor is not None and self.info[anchor].category not in EPILOGUE_ANCHORS:
+                continue
+            if self.nodes[self.resolve(ref)].target == "getitem" and anchor is None:
+                continue
+            if pg != gid and self.can_merge(pg, gid):
+                self.merge(pg, gid, "R1")
+                gid = pg
+                break
+        # R3: pull in single-use purely elementwise producers of side inputs.
+        for ref in self._tensor_inputs(node):
+            prod = self.producer(ref)
+            if prod is None or self.use_count(ref) != 1:
+                continue
+            pg = self.group_of[prod]
+            if pg == gid or not self.is_pure_elementwise(pg):
+                continue
+            if self.can_merge(pg, gid):
+                self.merge(gid, pg, "R3")
+
+    def _fuse_prologue(self, node: OpNode, gid: int) -> None:
+        inputs = self._tensor_inputs(node)
+        if not inputs:
+            return
+        ref = inputs[0]
+        prod = self.producer(ref)
+        if prod is None:
+            return
+        pg = self.group_of[prod]
+        if pg == gid or not self.is_pure_elementwise(pg):
+            return
+        single = self.use_count(ref) == 1
+        residual = self.info[node.name].category == "normalization"
+        if (single or residual) and self.can_merge(pg, gid):
+            self.merge(pg, gid, "R2")
+
+    def _fold_batch_norm(self, node: OpNode) -> None:
+        gid = self.group_of[node.name]
+        if self.groups[gid].nodes != [node.name]:
+            return
+        ref = self._tensor_inputs(node)[0]
+        prod = self.producer(ref)
+        if prod is None or self.use_count(ref) != 1:
+            return
+        pg = self.group_of[prod]
+        group = self.groups[pg]
+        if group.anchor != prod or len(group.nodes) != 1:
+            return
+        if self.info[prod].category == "convolution" or base_op(self.nodes[prod].op) == "linear":
+            if self.can_merge(pg, gid):
+                self.merge(pg, gid, "R6")
+
+
+def _refs(arg) -> list[str]:
+    from .opgraph import refs_in
+
+    return refs_in(arg)
+
+
+def fuse(graph: OpGraph) -> FusionPlan:
+    return _Fuser(graph).run()

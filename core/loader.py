@@ -1,0 +1,136 @@
+"""Parent side of running user code: static pre-checks, then a child process with a timeout and a memory cap.
+
+The child (child.py) writes one JSON result file. Whatever happens to it — an exception, an infinite loop, a
+segfault, running out of memory — the parent returns a value or raises a `UserError` with one clear line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ErrorInfo, UserError
+from .opgraph import OpGraph
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_MB = 8192
+
+
+@dataclass
+class ChildResult:
+    payload: dict[str, Any]
+    wall_s: float
+    timings: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0
+
+
+def precheck_model_file(path: str) -> str:
+    """Fail fast, without starting Python, on files that cannot be a model. Returns the source text."""
+    if not os.path.exists(path):
+        raise UserError(ErrorInfo(kind="io", message="no such file", file=path))
+    if os.path.isdir(path):
+        raise UserError(ErrorInfo(kind="io", message="is a directory, not a model file", file=path))
+    if not path.endswith(".py"):
+        raise UserError(ErrorInfo(kind="io", message="not a Python file (expected a .py model file)", file=path,
+                                  hint="models are .py files with class Model(nn.Module) and get_inputs()"))
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise UserError(ErrorInfo(kind="io", message=f"cannot read the file: {exc.strerror}", file=path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(ErrorInfo(kind="io", message=f"not UTF-8 text (byte {exc.start})", file=path)) from None
+    if not text.strip():
+        raise UserError(ErrorInfo(kind="missing", message="the file is empty", file=path, line=1,
+                                  hint="a model file defines class Model(nn.Module), get_inputs() and get_init_inputs()"))
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        raise UserError(ErrorInfo(kind="syntax", message=exc.msg, file=path, line=exc.lineno,
+                                  column=exc.offset, hint="fix the syntax error and reload")) from None
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    imported = any(isinstance(n, (ast.Import, ast.ImportFrom)) and any(a.name == "*" for a in n.names)
+                   for n in tree.body)
+    if "get_inputs" not in defined | assigned and not imported:
+        raise UserError(ErrorInfo(kind="missing", message="the file defines no `get_inputs()`", file=path,
+                                  line=len(text.splitlines()),
+                                  hint="add def get_inputs(): return [torch.randn(...)] with the forward inputs"))
+    if not any(isinstance(n, ast.ClassDef) for n in tree.body) and not imported:
+        raise UserError(ErrorInfo(kind="missing", message="no class defined (expected `class Model(nn.Module)`)",
+                                  file=path, line=1, hint="define class Model(nn.Module) with a forward()"))
+    return text
+
+
+def run_child(task: str, model_file: str, *, extra: list[str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+              memory_mb: int = DEFAULT_MEMORY_MB, python: str | None = None) -> ChildResult:
+    """Run `tilestudio.core.child TASK MODEL` and return its payload; raise UserError on any failure."""
+    with tempfile.TemporaryDirectory(prefix="tilestudio-") as tmp:
+        result_path = os.path.join(tmp, "result.json")
+        cmd = [python or sys.executable, "-m", "tilestudio.core.child", task, os.path.abspath(model_file),
+               "--result", result_path, "--memory-mb", str(memory_mb), *(extra or [])]
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+        env.setdefault("OMP_NUM_THREADS", "1")
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise UserError(ErrorInfo(
+                kind="timeout", file=model_file,
+                message=f"the model did not finish within {timeout_s:g} s (infinite loop or very slow code?)",
+                hint="check loops in __init__/forward/get_inputs, or raise the limit with --timeout")) from None
+        wall = time.perf_counter() - start
+        if not os.path.exists(result_path):
+            raise UserError(_crash_info(proc.returncode, err.decode("utf-8", "replace"), model_file, memory_mb))
+        with open(result_path, encoding="utf-8") as f:
+            payload = json.load(f)
+    if not payload.get("ok"):
+        raise UserError(ErrorInfo.model_validate(payload["error"]))
+    return ChildResult(payload=payload, wall_s=wall, timings=payload.get("timings", {}),
+                       peak_rss_mb=payload.get("peak_rss_mb", 0.0))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _crash_info(returncode: int, stderr: str, model_file: str, memory_mb: int) -> ErrorInfo:
+    tail = [l for l in stderr.strip().splitlines() if l.strip()]
+    last = tail[-1].strip() if tail else ""
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        message = f"the child process was killed by {name}"
+    else:
+        message = f"the child process exited with status {returncode} without a result"
+    hint = None
+    if "MemoryError" in stderr or "Cannot allocate memory" in stderr or returncode == -signal.SIGKILL:
+        hint = f"the model may need more than the {memory_mb} MB memory cap (--memory-mb)"
+    if last:
+        message += f": {last[:200]}"
+    return ErrorInfo(kind="crash", message=message, file=model_file, hint=hint, detail=stderr)
+
+
+def capture_graph(model_file: str, model_name: str | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                  memory_mb: int = DEFAULT_MEMORY_MB) -> tuple[OpGraph, ChildResult]:
+    precheck_model_file(model_file)
+    extra = ["--model", model_name] if model_name else []
+    result = run_child("capture", model_file, extra=extra, timeout_s=timeout_s, memory_mb=memory_mb)
+    graph = OpGraph.model_validate(result.payload["graph"])
+    return graph, result

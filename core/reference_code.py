@@ -1,0 +1,88 @@
+"""Python source for op-graph nodes: the per-kernel PyTorch references and the end-to-end reference chain.
+
+References call ATen ops by their exact overload (`aten.conv2d.default(...)`), so a reference is bit-for-bit the
+captured computation, needs nothing but `import torch`, and reads like the op graph it came from. In-place ops are
+emitted in their functional form so that a reference never mutates the tensors it is given.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+from typing import Any
+
+from .catalog import base_op, is_inplace
+from .opgraph import OpNode
+
+RESERVED = {"torch", "aten", "F", "nn", "math", "np", "ct", "operator", "self"} | set(dir(__builtins__)
+                                                                                     if isinstance(__builtins__, dict)
+                                                                                     else dir(__import__("builtins")))
+
+
+def py_name(name: str) -> str:
+    """A safe Python identifier for a graph value or module path."""
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    if not out or out[0].isdigit():
+        out = "v_" + out
+    if keyword.iskeyword(out) or out in RESERVED:
+        out += "_"
+    return out
+
+
+def literal(arg: Any, names: dict[str, str]) -> str:
+    """Source text for an encoded argument; refs become the local names in `names`."""
+    if isinstance(arg, dict):
+        if "ref" in arg:
+            return names[arg["ref"]]
+        if "dtype" in arg:
+            return f"torch.{arg['dtype']}"
+        if "device" in arg:
+            # Captured on the meta device: a reference allocates wherever its inputs live.
+            return names.get("__device__", "torch.get_default_device()") if arg["device"] == "meta" \
+                else f"torch.device({arg['device']!r})"
+        if "float" in arg:
+            return {"nan": "math.nan", "inf": "math.inf", "-inf": "-math.inf"}[arg["float"]]
+        if "layout" in arg:
+            return f"torch.{arg['layout']}"
+        if "memory_format" in arg:
+            return f"torch.{arg['memory_format']}"
+        if "slice" in arg:
+            parts = [literal(a, names) for a in arg["slice"]]
+            return f"slice({', '.join(parts)})"
+        raise ValueError(f"unknown encoded argument {arg!r}")
+    if isinstance(arg, list):
+        return "[" + ", ".join(literal(a, names) for a in arg) + "]"
+    if isinstance(arg, float):
+        return repr(arg) if math.isfinite(arg) else ("math.nan" if math.isnan(arg) else
+                                                     ("math.inf" if arg > 0 else "-math.inf"))
+    return repr(arg)
+
+
+def functional_target(node: OpNode) -> str:
+    """`aten.add.Tensor` for `aten.add_.Tensor`: references never mutate their arguments."""
+    if is_inplace(node):
+        parts = node.target.split(".")
+        parts[1] = base_op(node.op)
+        return ".".join(parts)
+    return node.target
+
+
+def call_source(node: OpNode, names: dict[str, str]) -> str:
+    """The right-hand side computing `node`."""
+    if node.target == "getitem":
+        src, idx = node.args
+        return f"{literal(src, names)}[{literal(idx, names)}]"
+    target = functional_target(node)
+    if target.startswith("aten."):
+        fn = target
+    elif target.startswith("tilestudio."):
+        fn = target.split(".", 1)[1]
+    else:
+        raise ValueError(f"cannot emit a call to {target}")
+    args = [literal(a, names) for a in node.args]
+    args += [f"{k}={literal(v, names)}" for k, v in node.kwargs.items()]
+    return f"{fn}({', '.join(args)})"
+
+
+def uses_math(text: str) -> bool:
+    return "math." in text

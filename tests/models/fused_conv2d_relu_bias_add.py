@@ -1,0 +1,34 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Conv2d + ReLU + add of a per-channel bias parameter of shape (C, 1, 1)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, bias_shape):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.bias = nn.Parameter(torch.randn(bias_shape) * 0.02)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = torch.relu(x)
+        return x + self.bias
+
+
+batch_size = 2
+in_channels = 4
+out_channels = 10
+kernel_size = 3
+height = 21
+width = 19
+bias_shape = (out_channels, 1, 1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, bias_shape]

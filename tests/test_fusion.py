@@ -1,0 +1,210 @@
+"""One test per fusion rule (see core/fusion.py for the rules)."""
+
+import textwrap
+
+import pytest
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+
+@pytest.fixture
+def decompose(tmp_path):
+    from tilestudio.core.analyzer import analyze_graph
+    from tilestudio.core.capture_model import capture_file
+
+    def run(body: str, inputs: str = "[torch.randn(4, 16)]", init: str = "[]"):
+        path = tmp_path / "m.py"
+        path.write_text(HEADER + textwrap.dedent(body) +
+                        f"\n\ndef get_inputs():\n    return {inputs}\n\n\ndef get_init_inputs():\n    return {init}\n")
+        return analyze_graph(capture_file(str(path)), "m.py")
+
+    return run
+
+
+def groups(dec):
+    return [k.operations for k in dec.kernels]
+
+
+def test_r1_gemm_epilogue_bias_activation_scale_residual(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 16)
+        def forward(self, x):
+            return torch.clamp(F.gelu(self.lin(x)) * 0.5 + x, -1, 1)
+    """)
+    assert groups(dec) == [["linear", "gelu", "mul", "add", "clamp"]]
+    assert "R1" in dec.kernels[0].fusion_rules
+
+
+def test_r1_elementwise_chain_is_one_kernel(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x, y):
+            return torch.sigmoid(x * 2 + 1) * y - 0.25
+    """, inputs="[torch.randn(4, 16), torch.randn(4, 16)]")
+    assert groups(dec) == [["mul", "add", "sigmoid", "mul", "sub"]]
+
+
+def test_r1_does_not_fuse_a_value_used_twice(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 16)
+        def forward(self, x):
+            h = self.lin(x)
+            return h.relu(), h.sigmoid()
+    """)
+    assert groups(dec) == [["linear"], ["relu"], ["sigmoid"]]
+    assert dec.parallel_groups == [["lin_linear"], ["relu", "sigmoid"]]
+
+
+def test_r1_does_not_grow_the_anchor_output_by_broadcasting(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x, y):
+            return x.sum(dim=1, keepdim=True) + y
+    """, inputs="[torch.randn(4, 16), torch.randn(4, 16)]")
+    assert groups(dec) == [["sum"], ["add"]]
+
+
+def test_r2_residual_add_fuses_into_layernorm(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(16)
+        def forward(self, x, r):
+            return self.ln(x + r)
+    """, inputs="[torch.randn(4, 16), torch.randn(4, 16)]")
+    assert groups(dec) == [["add", "layer_norm"]]
+    assert dec.kernels[0].fusion_rules == ["R2"]
+
+
+def test_r2_residual_stream_is_a_second_output(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(16)
+        def forward(self, x, r):
+            s = x + r
+            return self.ln(s), s.sum(-1)
+    """, inputs="[torch.randn(4, 16), torch.randn(4, 16)]")
+    fused = dec.kernels[0]
+    assert groups(dec) == [["add", "layer_norm"], ["sum"]]
+    assert [o.name for o in fused.outputs] == ["add", "layer_norm"]
+    assert any("residual stream" in n for n in fused.notes)
+
+
+def test_r2_softmax_absorbs_single_use_elementwise_prologue(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.softmax(x * 0.125, dim=-1)
+    """)
+    assert groups(dec) == [["mul", "softmax"]]
+
+
+def test_r3_mask_computation_joins_the_consumer(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", torch.tril(torch.ones(16, 16)))
+        def forward(self, q, k):
+            s = q @ k.transpose(-2, -1)
+            return s.masked_fill(self.mask == 0, float("-inf"))
+    """, inputs="[torch.randn(16, 8), torch.randn(16, 8)]")
+    assert groups(dec) == [["matmul", "eq", "masked_fill"]]
+    assert "R3" in dec.kernels[0].fusion_rules
+
+
+def test_r4_glue_is_not_a_kernel_and_dropout_is_transparent(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 16)
+            self.drop = nn.Dropout(0.1)
+        def forward(self, x):
+            h = F.relu(self.drop(self.lin(x)))
+            return h.view(4, 4, 4).permute(0, 2, 1).sum(-1)
+    """)
+    assert groups(dec) == [["linear", "relu"], ["sum"]]
+    assert {g.op for g in dec.glue} == {"view", "permute"}  # dropout in eval is an identity: never executed
+    assert all(e.glue for e in dec.completeness if e.op in ("view", "permute", "dropout"))
+
+
+def test_r5_independent_branches_are_a_parallel_group(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(3, 4, 1)
+            self.b = nn.Conv2d(3, 4, 3, padding=1)
+        def forward(self, x):
+            return torch.cat([self.a(x), self.b(x)], dim=1).relu()
+    """, inputs="[torch.randn(2, 3, 9, 9)]")
+    assert dec.parallel_groups == [["a_conv2d", "b_conv2d"], ["relu"]]
+    assert dec.kernel("a_conv2d").shared_with == ["b_conv2d"]
+    assert "a_conv2d || b_conv2d" in __import__("tilestudio.core.render_text", fromlist=["x"]).render_text(dec)
+
+
+def test_r6_eval_batch_norm_folds_into_conv_but_not_after_relu(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.bn = nn.BatchNorm2d(8)
+            self.bn2 = nn.BatchNorm2d(8)
+        def forward(self, x):
+            return self.bn2(F.relu(self.bn(self.conv(x))))
+    """, inputs="[torch.randn(2, 3, 9, 9)]")
+    assert groups(dec) == [["conv2d", "batch_norm", "relu"], ["batch_norm"]]
+    assert "R6" in dec.kernels[0].fusion_rules
+    assert any("fold" in n for n in dec.kernels[0].notes)
+
+
+def test_anchors_never_merge(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 16)
+        def forward(self, x):
+            return torch.softmax(self.lin(x), -1).sum(-1)
+    """)
+    assert groups(dec) == [["linear"], ["softmax"], ["sum"]]
+
+
+def test_fusion_never_creates_a_cycle(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(1, 1)
+        def forward(self, x):
+            vals, idx = x.max(dim=1)
+            g = self.lin(idx.float().unsqueeze(-1)).squeeze(-1)
+            return vals + g
+    """)
+    position = {k: i for i, k in enumerate(dec.execution_order)}
+    for k in dec.kernels:
+        assert all(position[d] < position[k.id] for d in k.dependencies)
+    assert groups(dec) == [["max", "to"], ["linear"], ["add"]]  # add cannot join max: linear sits between
+
+
+def test_unsupported_op_becomes_its_own_spec_and_a_gap(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return torch.sort(x, dim=-1).values.relu()
+    """)
+    bad = [k for k in dec.kernels if k.unsupported]
+    assert len(bad) == 1 and bad[0].operations == ["sort"]
+    assert dec.gaps and "aten.sort" in dec.gaps[0]
+    assert "Gaps: NONE" not in __import__("tilestudio.core.render_text", fromlist=["x"]).render_text(dec)
