@@ -147,7 +147,9 @@ class _Builder:
         meta = node.meta or next((o for o in node.outputs if o is not None), None)
         return OpRecord(node=node.name, op=base_op(node.op), target=node.target, category=info.category,
                         attrs=node.attrs, inputs=[self.plan.resolve(r) for r in node_refs(node)],
-                        output=list(meta.shape) if meta else [],
+                        args=_resolve_refs(node.args, self.plan.resolve),
+                        kwargs={k: _resolve_refs(v, self.plan.resolve) for k, v in node.kwargs.items()},
+                        output=list(meta.shape) if meta else [], output_dtype=meta.dtype if meta else "",
                         source_line=node.source.line if node.source else None)
 
     def describe(self, group: Group, anchor: OpNode | None, records: list[OpRecord], family: str) -> str:
@@ -423,6 +425,14 @@ class _Builder:
         if uses_math(text):
             lines.insert(2, "    import math")
         return "\n".join(lines) + "\n"
+
+
+def _resolve_refs(arg, resolve):
+    if isinstance(arg, dict) and "ref" in arg:
+        return {"ref": resolve(arg["ref"])}
+    if isinstance(arg, list):
+        return [_resolve_refs(a, resolve) for a in arg]
+    return arg
 
 
 def _refs(arg) -> list[str]:

@@ -45,6 +45,11 @@ class OpRecord(BaseModel):
     category: str  # catalog category
     attrs: dict[str, Any] = Field(default_factory=dict)  # stride/padding/dims/approximate/...
     inputs: list[str] = Field(default_factory=list)  # graph values it reads
+    # The exact call: positional args and kwargs as encoded in the op graph ({"ref": value} for tensors, with
+    # identity glue already resolved), in schema order.
+    args: list[Any] = Field(default_factory=list)
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    output_dtype: str = ""
     output: list[int] = Field(default_factory=list)  # output shape (first tensor output)
     source_line: int | None = None
 

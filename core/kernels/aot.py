@@ -1,0 +1,142 @@
+"""Trace a generated launch wrapper without a GPU and compile every kernel it launches ahead of time.
+
+`trace_launches` runs `launch_<id>` on meta tensors with `ct.launch` and `torch.cuda.current_stream` intercepted,
+recording each launch (kernel, grid, arguments). `compile_launch` turns a record into a cuTile `KernelSignature`
+(array dtypes/ranks, constants for `ct.Constant` parameters, scalars otherwise) and calls
+`cuda.tile.compilation.export_kernel` for the requested architecture. Used by the CPU tests of the kernel library
+and by the composer's dry run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import math
+import time
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..specs import KernelSpec, TensorSpec
+from .base import KernelSource
+
+
+@dataclass
+class LaunchRecord:
+    kernel: Any
+    grid: tuple
+    args: tuple
+    kernel_name: str = ""
+    arg_summary: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def intercept_launches(records: list[LaunchRecord]):
+    import cuda.tile as ct
+
+    real_launch, real_stream = ct.launch, torch.cuda.current_stream
+
+    def fake_launch(stream, grid, kernel, args):
+        grid = tuple(int(g) for g in grid)
+        if not grid or any(g <= 0 for g in grid) or len(grid) > 3:
+            raise ValueError(f"invalid grid {grid} for {getattr(kernel, '__name__', kernel)}")
+        name = getattr(getattr(kernel, "_pyfunc", None), "__name__", str(kernel))
+        records.append(LaunchRecord(kernel, grid, tuple(args), name, [_summary(a) for a in args]))
+
+    ct.launch = fake_launch
+    torch.cuda.current_stream = lambda *a, **k: None
+    try:
+        yield
+    finally:
+        ct.launch = real_launch
+        torch.cuda.current_stream = real_stream
+
+
+def _summary(arg: Any) -> str:
+    if isinstance(arg, torch.Tensor):
+        return f"{str(arg.dtype).removeprefix('torch.')}{list(arg.shape)}"
+    return repr(arg)
+
+
+def fake_tensor(t: TensorSpec, device: str = "meta") -> torch.Tensor:
+    return torch.empty(t.shape, dtype=getattr(torch, t.dtype), device=device)
+
+
+def load_source(source: KernelSource) -> dict[str, Any]:
+    import cuda.tile as ct
+
+    namespace: dict[str, Any] = {"ct": ct, "torch": torch, "math": math, "__name__": f"tilestudio_k_{source.spec_id}"}
+    exec(compile(source.code, f"<kernel {source.spec_id}>", "exec"), namespace)  # noqa: S102 - generated code
+    return namespace
+
+
+def trace_launches(source: KernelSource, spec: KernelSpec, device: str = "meta") -> list[LaunchRecord]:
+    """Run the launch wrapper (and prepare, if any) on fake tensors; return the recorded launches."""
+    namespace = load_source(source)
+    args = [t.value if t.role == "scalar" else fake_tensor(t, device) for t in spec.inputs]
+    if source.prepare_name:
+        params = [a for a, t in zip(args, spec.inputs) if t.role in ("parameter", "buffer")]
+        prepared = namespace[source.prepare_name](*params)
+        acts = [a for a, t in zip(args, spec.inputs) if t.role in ("activation", "scalar")]
+        args = acts + list(prepared)
+    records: list[LaunchRecord] = []
+    with intercept_launches(records):
+        result = namespace[source.launch_name](*args)
+    outs = result if isinstance(result, tuple) else (result,)
+    if len(outs) != len(spec.outputs):
+        raise AssertionError(f"{source.launch_name} returned {len(outs)} outputs, spec has {len(spec.outputs)}")
+    for out, want in zip(outs, spec.outputs):
+        if list(out.shape) != want.shape or str(out.dtype).removeprefix("torch.") != want.dtype:
+            raise AssertionError(f"{source.launch_name} output {want.name}: got {_summary(out)}, "
+                                 f"spec says {want.dtype}{want.shape}")
+    return records
+
+
+def _ct_dtype(dtype: torch.dtype):
+    import cuda.tile as ct
+
+    return {torch.float32: ct.float32, torch.float16: ct.float16, torch.bfloat16: ct.bfloat16,
+            torch.float64: ct.float64, torch.int64: ct.int64, torch.int32: ct.int32, torch.int16: ct.int16,
+            torch.int8: ct.int8, torch.uint8: ct.uint8, torch.bool: ct.bool_}[dtype]
+
+
+def signature_for(record: LaunchRecord):
+    import cuda.tile as ct
+    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
+                                       ScalarConstraint)
+
+    fn = record.kernel._pyfunc
+    hints = typing.get_type_hints(fn, include_extras=True) if hasattr(fn, "__annotations__") else {}
+    params = list(inspect.signature(fn).parameters)
+    constraints = []
+    for name, arg in zip(params, record.args):
+        hint = hints.get(name)
+        is_const = hint is not None and "Constant" in repr(hint)
+        if isinstance(arg, torch.Tensor):
+            constraints.append(ArrayConstraint(_ct_dtype(arg.dtype), arg.dim(), index_dtype=ct.int32,
+                                               stride_lower_bound_incl=0, alias_groups=(),
+                                               may_alias_internally=False))
+        elif is_const:
+            constraints.append(ConstantConstraint(arg))
+        elif isinstance(arg, bool):
+            constraints.append(ScalarConstraint(ct.bool_))
+        elif isinstance(arg, int):
+            constraints.append(ScalarConstraint(ct.int32 if -2**31 <= arg < 2**31 else ct.int64))
+        elif isinstance(arg, float):
+            constraints.append(ScalarConstraint(ct.float32))
+        else:
+            raise TypeError(f"cannot build a signature for argument {name}={arg!r}")
+    return KernelSignature(constraints, calling_convention=CallingConvention.cutile_python_v2())
+
+
+def compile_launch(record: LaunchRecord, arch: str = "sm_90") -> tuple[int, float]:
+    """Compile one recorded launch ahead of time; returns (cubin bytes, seconds). Raises on compile errors."""
+    from cuda.tile.compilation import export_kernel
+
+    start = time.perf_counter()
+    buf = io.BytesIO()
+    export_kernel(record.kernel, [signature_for(record)], buf, gpu_code=arch, output_format="cubin")
+    return len(buf.getvalue()), time.perf_counter() - start

@@ -1,0 +1,117 @@
+"""Run a generated kernel against its spec's PyTorch reference (GPU tests, validation).
+
+Inputs are fresh random tensors (never zeros); outputs are poisoned (NaN, or a sentinel for integers) by
+allocating through `PoisonedTorch`, so a kernel that forgets to write an element fails; the reference runs in
+float64 and NaN in the result never passes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from ..specs import KernelSpec, TensorSpec
+from .aot import load_source
+from .base import KernelSource
+
+TOLERANCE = {"float32": (2e-3, 2e-3), "float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2), "float64": (1e-8, 1e-8)}
+
+
+class PoisonedTorch:
+    """`torch`, except that torch.empty/empty_like/empty_strided return NaN-filled (or -7-filled) tensors."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+    @staticmethod
+    def _poison(t: torch.Tensor) -> torch.Tensor:
+        if t.is_floating_point():
+            return t.fill_(math.nan)
+        if t.dtype == torch.bool:
+            return t.fill_(True)
+        return t.fill_(-7)
+
+    def empty(self, *a, **k):
+        return self._poison(torch.empty(*a, **k))
+
+    def empty_like(self, *a, **k):
+        return self._poison(torch.empty_like(*a, **k))
+
+    def empty_strided(self, *a, **k):
+        return self._poison(torch.empty_strided(*a, **k))
+
+
+def random_input(t: TensorSpec, device: str, generator: torch.Generator,
+                 int_high: int | None = None) -> Any:
+    if t.role == "scalar":
+        return t.value
+    dtype = getattr(torch, t.dtype)
+    if dtype.is_floating_point:
+        x = torch.randn(t.shape, generator=generator, dtype=torch.float32, device="cpu")
+        if "running_var" in (t.source or "") or "var" == t.name[-3:]:
+            x = x.abs() + 0.5  # variances are positive
+        return x.to(dtype).to(device)
+    if dtype == torch.bool:
+        return (torch.rand(t.shape, generator=generator) > 0.5).to(device)
+    high = int_high if int_high is not None else 4
+    return torch.randint(0, high, t.shape, generator=generator, dtype=dtype).to(device)
+
+
+@dataclass
+class KernelCheck:
+    ok: bool
+    max_abs_err: float
+    max_rel_err: float
+    message: str = ""
+
+
+def check_kernel(spec: KernelSpec, source: KernelSource, device: str = "cuda", seed: int = 0,
+                 make_input: Callable[[TensorSpec, torch.Generator], Any] | None = None) -> KernelCheck:
+    """Launch the kernel on fresh random inputs and compare every output with the float64 reference."""
+    gen = torch.Generator().manual_seed(seed)
+    inputs = [make_input(t, gen) if make_input else random_input(t, device, gen) for t in spec.inputs]
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    namespace = load_source(source)
+    namespace["torch"] = PoisonedTorch()
+    args = inputs
+    if source.prepare_name:
+        params = [a for a, t in zip(inputs, spec.inputs) if t.role in ("parameter", "buffer")]
+        prepared = namespace[source.prepare_name](*params)
+        args = [a for a, t in zip(inputs, spec.inputs) if t.role in ("activation", "scalar")] + list(prepared)
+    result = namespace[source.launch_name](*args)
+    torch.cuda.synchronize() if device == "cuda" else None
+    actual = result if isinstance(result, tuple) else (result,)
+
+    ref_ns: dict[str, Any] = {"torch": torch, "math": math}
+    exec(compile(spec.reference, spec.reference_name, "exec"), ref_ns)  # noqa: S102
+    ref_inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    expected = ref_ns[spec.reference_name](*ref_inputs)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    worst_abs = worst_rel = 0.0
+    for out_spec, a, e in zip(spec.outputs, actual, expected):
+        if list(a.shape) != list(e.shape):
+            return KernelCheck(False, math.inf, math.inf, f"{out_spec.name}: shape {list(a.shape)} != {list(e.shape)}")
+        if not a.is_floating_point():
+            if not torch.equal(a.cpu(), e.to(a.dtype).cpu()):
+                return KernelCheck(False, math.inf, math.inf, f"{out_spec.name}: integer/bool output differs")
+            continue
+        a64, e64 = a.double(), e.double()
+        if torch.isnan(a64).any() and not torch.isnan(e64).any():
+            return KernelCheck(False, math.nan, math.nan, f"{out_spec.name}: NaN in the output (unwritten element?)")
+        finite = torch.isfinite(e64)
+        if not torch.equal(torch.isinf(a64) & ~finite, torch.isinf(e64) & ~finite) if (~finite).any() else False:
+            return KernelCheck(False, math.inf, math.inf, f"{out_spec.name}: infinities differ")
+        diff = (a64 - e64).abs()[finite]
+        if diff.numel() == 0:
+            continue
+        abs_err = float(diff.max())
+        rel_err = float((diff / e64.abs()[finite].clamp_min(1e-6)).max())
+        scale = float(e64.abs()[finite].max()) or 1.0
+        rtol, atol = TOLERANCE.get(out_spec.dtype, (2e-3, 2e-3))
+        worst_abs, worst_rel = max(worst_abs, abs_err), max(worst_rel, rel_err)
+        if abs_err > atol * max(1.0, scale) and not torch.allclose(a64[finite], e64[finite], rtol=rtol, atol=atol):
+            return KernelCheck(False, abs_err, rel_err, f"{out_spec.name}: max abs err {abs_err:.3g}")
+    return KernelCheck(True, worst_abs, worst_rel)
