@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import textwrap
 
 from .catalog import OpInfo, base_op
 from .fusion import FusionPlan, Group, fuse
@@ -65,8 +66,8 @@ class _Builder:
             if not ops or ops[-1] != op:
                 ops.append(op)
         base = "_".join(ops[:4]) + ("_etc" if len(ops) > 4 else "")
-        anchor = self.nodes[group.anchor] if group.anchor else None
-        if anchor is not None and anchor.module_path:
+        anchor = self.nodes[group.anchor] if group.anchor else self.nodes[group.nodes[0]]
+        if anchor.module_path:
             base = f"{anchor.module_path.replace('.', '_')}_{base}"
         base = py_name(base)
         kid, k = base, 2
@@ -180,6 +181,12 @@ class _Builder:
         for name in group.nodes:
             node = self.nodes[name]
             body.append(f"    {self.names[name]} = {call_source(node, names)}")
+        helpers = sorted({self.nodes[n].op for n in group.nodes if self.nodes[n].target.startswith("tilestudio.")})
+        if helpers:
+            from .recurrent_ops import SOURCES
+
+            nested = [textwrap.indent(SOURCES[h].strip("\n"), "    ") for h in helpers]
+            body = [line for block in nested for line in block.splitlines()] + body
         ret = ", ".join(self.names[v] for v in out_values)
         where = f" ({self.model_name}:{', '.join(map(str, lines))})" if lines else ""
         ops = " -> ".join(base_op(self.nodes[n].op) for n in group.nodes if self.nodes[n].target != "getitem")

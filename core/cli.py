@@ -34,6 +34,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true",
                    help="run the per-kernel references against the real model on the CPU")
     _add_run_options(p)
+
+    p = sub.add_parser("screenshot", help="open a model in the main window offscreen and save a PNG of it")
+    p.add_argument("model_file")
+    p.add_argument("-o", "--output", required=True, help="PNG file to write")
+    p.add_argument("--kernel", default=None, help="kernel id to select (default: the first kernel)")
+    p.add_argument("--size", default="1600x1000", help="window size WIDTHxHEIGHT (default 1600x1000)")
+    p.add_argument("--theme", choices=["dark", "light"], default=None, help="colour theme (default dark)")
+    _add_run_options(p)
+
+    p = sub.add_parser("compose", help="analyze + generate kernels + compose one runnable .py")
+    p.add_argument("model_file")
+    p.add_argument("-o", "--output", required=True)
+    _add_run_options(p)
+
+    p = sub.add_parser("check", help="purity diagnostics of a composed file (and a dry run with --dry-run)")
+    p.add_argument("composed_file")
+    p.add_argument("--dry-run", action="store_true", help="trace on fake tensors and AOT-compile every kernel")
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--model-file", default=None, help="compare the original block with this model file")
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
+    p.add_argument("--verbose", action="store_true")
     return parser
 
 
@@ -49,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
             return _analyze(args)
         if args.command == "open":
             return _open(args)
+        if args.command == "compose":
+            return _compose(args)
+        if args.command == "check":
+            return _check(args)
+        if args.command == "screenshot":
+            return _screenshot(args)
     except UserError as err:
         print(err.info.one_line(), file=sys.stderr)
         if getattr(args, "verbose", False) and err.info.detail:
@@ -108,3 +136,85 @@ def _open(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     return run_app(args.model_file)
+
+
+def _screenshot(args: argparse.Namespace) -> int:
+    import os
+    import re
+
+    size = re.fullmatch(r"(\d+)[xX](\d+)", args.size)
+    if not size:
+        print(f"tilestudio: --size must look like 1600x1000, not {args.size!r}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    try:
+        from tilestudio.gui.app import save_screenshot
+    except ImportError as exc:
+        print(f"tilestudio: screenshots need PySide6 ({exc}); install with: pip install 'tilestudio[gui]'",
+              file=sys.stderr)
+        return 2
+    ok, message = save_screenshot(args.model_file, args.output, kernel=args.kernel, width=int(size.group(1)),
+                                  height=int(size.group(2)), theme=args.theme, model_name=args.model_name,
+                                  timeout_s=args.timeout, memory_mb=args.memory_mb)
+    print(message, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 2
+
+
+def _compose(args: argparse.Namespace) -> int:
+    from .analyze import analyze_file
+    from .composer import compose_model
+
+    analysis = analyze_file(args.model_file, args.model_name, timeout_s=args.timeout, memory_mb=args.memory_mb)
+    composed = compose_model(args.model_file, analysis.decomposition)
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(composed.text)
+    skeletons = [k for k in analysis.decomposition.kernels if k.unsupported]
+    print(f"wrote {args.output}: {len(analysis.decomposition.kernels)} kernels"
+          f"{f', {len(skeletons)} unsupported (skeletons)' if skeletons else ''}", file=sys.stderr)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    import os
+
+    from .errors import ErrorInfo
+    from .purity import check_text
+
+    path = args.composed_file
+    if not os.path.isfile(path):
+        raise UserError(ErrorInfo(kind="io", message="no such file", file=path))
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    model_source = None
+    if args.model_file:
+        with open(args.model_file, encoding="utf-8") as f:
+            model_source = f.read()
+    diags = check_text(text, model_source)
+    for d in diags:
+        print(d.format(path) + (f" (hint: {d.hint})" if d.hint else ""))
+    bad = any(d.severity == "error" for d in diags)
+    if args.dry_run and not any(d.rule == "PUR014" for d in diags):
+        from .loader import run_child
+
+        result = run_child("dryrun", path, extra=["--arch", args.arch], timeout_s=args.timeout,
+                           memory_mb=args.memory_mb)
+        bad |= not _print_dry_run(path, result.payload["report"])
+    print(f"{path}: {'FAIL' if bad else 'PASS'} ({len(diags)} diagnostic(s))", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def _print_dry_run(path: str, report: dict) -> bool:
+    print(f"dry run ({report['arch']}): {len(report['launches'])} launch(es)")
+    print(f"  {'kernel':40s} {'grid':18s} {'compile':>8s}  arguments")
+    for row in report["launches"]:
+        status = f"{row['compile_s']:.2f}s" if row["ok"] else "ERROR"
+        print(f"  {row['kernel']:40s} {str(tuple(row['grid'])):18s} {status:>8s}  {', '.join(row['args'])}")
+        if not row["ok"]:
+            print(f"{path}: compile error in {row['kernel']}: {row['message'].splitlines()[0]}")
+    for v in report["violations"]:
+        print(f"{path}:{v['line'] or 1}:1: PUR020 {v['op']} dispatched outside a kernel (PyTorch compute at run time)")
+    if report["error"]:
+        print(f"{path}:{report['error']['line'] or 1}:1: DRY001 forward raised: {report['error']['message']}")
+    for note in report["output_mismatches"]:
+        print(f"{path}: DRY002 {note}")
+    return bool(report["ok"])

@@ -1,9 +1,206 @@
-"""Rewrites of the captured graph before fusion (recurrent layers into projection + recurrence ops)."""
+"""Rewrites of the captured graph before fusion: recurrent layers into matmul + recurrence/gate ops.
+
+- `aten.lstm/gru/rnn_tanh/rnn_relu.input` (a whole multi-layer, maybe bidirectional layer stack) becomes, per layer
+  and direction, an input projection for all time steps (`aten.linear`, a matmul spec) and one recurrence op
+  (`tilestudio.<kind>_recurrence`: the hidden-state matmul and gate math of every step in one persistent kernel),
+  with glue (select/cat/stack) for initial states, bidirectional concatenation and the stacked final states.
+- `aten.lstm_cell/gru_cell/rnn_*_cell` become plain ATen ops (two linears, slices, gate elementwise ops), which the
+  ordinary fusion rules turn into matmul kernels and one fused gate kernel.
+Final values keep the names of the original graph values, so everything downstream (and verify) is unchanged.
+"""
 
 from __future__ import annotations
 
-from .opgraph import OpGraph
+from typing import Any
+
+from .opgraph import OpGraph, OpNode, SourceLoc, TensorMeta
+
+_SEQUENCE = {"lstm": ("lstm_recurrence", 4), "gru": ("gru_recurrence", 3), "rnn_tanh": ("rnn_recurrence", 1),
+             "rnn_relu": ("rnn_recurrence", 1)}
+_CELLS = {"lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"}
+
+
+def ref(name: str) -> dict:
+    return {"ref": name}
+
+
+class _Emitter:
+    def __init__(self, graph: OpGraph, node: OpNode):
+        self.graph, self.node = graph, node
+        self.out: list[OpNode] = []
+        self.shapes: dict[str, list[int]] = {}
+        self.dtype = next((o.dtype for o in node.outputs if o is not None), "float32")
+
+    def emit(self, name: str, target: str, args: list[Any], shapes: list[list[int]] | list[int],
+             attrs: dict | None = None, tuple_output: bool = False) -> str:
+        outs = [TensorMeta(shape=s, dtype=self.dtype) for s in shapes] if tuple_output \
+            else [TensorMeta(shape=shapes, dtype=self.dtype)]
+        self.out.append(OpNode(name=name, target=target, args=args, attrs=attrs or {}, outputs=outs,
+                               tuple_output=tuple_output, source=self.node.source,
+                               module_path=self.node.module_path, module_type=self.node.module_type))
+        if not tuple_output:
+            self.shapes[name] = list(shapes)  # type: ignore[arg-type]
+        return name
 
 
 def lower(graph: OpGraph) -> OpGraph:
-    return graph
+    kinds = {n.op for n in graph.nodes}
+    if not (kinds & (set(_SEQUENCE) | _CELLS)):
+        return graph
+    shapes = {i.name: i.meta.shape for i in graph.inputs if i.meta}
+    for n in graph.nodes:
+        if n.meta:
+            shapes[n.name] = n.meta.shape
+    getitems: dict[str, dict[int, str]] = {}
+    for n in graph.nodes:
+        if n.target == "getitem" and isinstance(n.args[0], dict):
+            getitems.setdefault(n.args[0]["ref"], {})[n.args[1]] = n.name
+    new_nodes: list[OpNode] = []
+    dropped: set[str] = set()
+    for node in graph.nodes:
+        if node.name in dropped:
+            continue
+        lowered = None
+        if node.op in _SEQUENCE and node.target.endswith(".input"):
+            lowered = _lower_sequence(graph, node, shapes, getitems.get(node.name, {}))
+        elif node.op in _CELLS:
+            lowered = _lower_cell(graph, node, shapes, getitems.get(node.name, {}))
+        if lowered is None:
+            new_nodes.append(node)
+            continue
+        new_nodes.extend(lowered)
+        dropped |= set(getitems.get(node.name, {}).values())
+    return graph.model_copy(update={"nodes": new_nodes})
+
+
+def _lower_sequence(graph, node, shapes, items) -> list[OpNode] | None:
+    kind = node.op
+    rec_name, gates = _SEQUENCE[kind]
+    x, hx, params, has_biases, num_layers, _dropout, _train, bidirectional, batch_first = node.args
+    x_shape = shapes[x["ref"]]
+    if len(x_shape) != 3:
+        return None  # unbatched input: left as is (reported as an unsupported recurrent op)
+    dirs = 2 if bidirectional else 1
+    per = 4 if has_biases else 2
+    if len(params) != num_layers * dirs * per:
+        return None  # projections (proj_size) are not lowered
+    h0 = hx[0]["ref"] if kind == "lstm" else hx["ref"]
+    c0 = hx[1]["ref"] if kind == "lstm" else None
+    hidden = shapes[h0][-1]
+    batch = x_shape[0] if batch_first else x_shape[1]
+    steps = x_shape[1] if batch_first else x_shape[0]
+    seq = [batch, steps] if batch_first else [steps, batch]
+    em = _Emitter(graph, node)
+    base = node.name
+    layer_in = x["ref"]
+    finals_h, finals_c = [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            k = (layer * dirs + d) * per
+            w_ih, w_hh = params[k], params[k + 1]
+            b_ih, b_hh = (params[k + 2], params[k + 3]) if has_biases else (None, None)
+            tag = f"{base}_l{layer}{'_reverse' if d else ''}"
+            proj = em.emit(f"{tag}_input_proj", "aten.linear.default", [ref(layer_in), w_ih, b_ih],
+                           seq + [gates * hidden])
+            state = em.emit(f"{tag}_h0", "aten.select.int", [ref(h0), 0, layer * dirs + d], [batch, hidden],
+                            {"dim": 0, "index": layer * dirs + d})
+            args = [ref(proj), w_hh, b_hh, ref(state)]
+            out_shapes = [seq + [hidden], [batch, hidden]]
+            if kind == "lstm":
+                cstate = em.emit(f"{tag}_c0", "aten.select.int", [ref(c0), 0, layer * dirs + d], [batch, hidden],
+                                 {"dim": 0, "index": layer * dirs + d})
+                args.append(ref(cstate))
+                out_shapes.append([batch, hidden])
+            args += [bool(batch_first), bool(d)]
+            if rec_name == "rnn_recurrence":
+                args.append(kind == "rnn_relu")
+            attrs = {"batch_first": bool(batch_first), "reverse": bool(d), "hidden_size": hidden,
+                     "nonlinearity": "relu" if kind == "rnn_relu" else "tanh"}
+            rec = em.emit(f"{tag}_recurrence", f"tilestudio.{rec_name}", args, out_shapes, attrs, tuple_output=True)
+            last_layer_single = layer == num_layers - 1 and dirs == 1
+            y_name = items.get(0, f"{tag}_y") if last_layer_single else f"{tag}_y"
+            em.out.append(OpNode(name=y_name, target="getitem", args=[ref(rec), 0],
+                                 outputs=[TensorMeta(shape=seq + [hidden], dtype=em.dtype)], source=node.source,
+                                 module_path=node.module_path, module_type=node.module_type))
+            em.shapes[y_name] = seq + [hidden]
+            outs.append(y_name)
+            for idx, bucket in ((1, finals_h), (2, finals_c)):
+                if idx < len(out_shapes):
+                    name = f"{tag}_{'h' if idx == 1 else 'c'}n"
+                    em.out.append(OpNode(name=name, target="getitem", args=[ref(rec), idx],
+                                         outputs=[TensorMeta(shape=[batch, hidden], dtype=em.dtype)],
+                                         source=node.source, module_path=node.module_path,
+                                         module_type=node.module_type))
+                    bucket.append(name)
+        if dirs == 2:
+            cat_name = items.get(0, f"{base}_l{layer}_out") if layer == num_layers - 1 else f"{base}_l{layer}_out"
+            layer_in = em.emit(cat_name, "aten.cat.default", [[ref(o) for o in outs], -1], seq + [2 * hidden],
+                               {"dim": -1})
+        else:
+            layer_in = outs[0]
+    for idx, bucket in ((1, finals_h), (2, finals_c)):
+        if idx in items and bucket:
+            em.emit(items[idx], "aten.stack.default", [[ref(b) for b in bucket], 0],
+                    [len(bucket), batch, hidden], {"dim": 0})
+    return em.out
+
+
+def _lower_cell(graph, node, shapes, items) -> list[OpNode] | None:
+    kind = node.op
+    x, hx, w_ih, w_hh = node.args[:4]
+    b_ih = node.args[4] if len(node.args) > 4 else None
+    b_hh = node.args[5] if len(node.args) > 5 else None
+    h = hx[0] if kind == "lstm_cell" else hx
+    if len(shapes[x["ref"]]) != 2:
+        return None
+    batch, hidden = shapes[h["ref"]]
+    em = _Emitter(graph, node)
+    base = node.name
+    gates = {"lstm_cell": 4, "gru_cell": 3}.get(kind, 1)
+    gx = em.emit(f"{base}_input_proj", "aten.linear.default", [x, w_ih, b_ih], [batch, gates * hidden])
+    gh = em.emit(f"{base}_hidden_proj", "aten.linear.default", [h, w_hh, b_hh], [batch, gates * hidden])
+    shape = [batch, hidden]
+
+    def op(name, fn, *args, attrs=None):
+        return em.emit(f"{base}_{name}", f"aten.{fn}", list(args), shape, attrs)
+
+    def chunk(src, i):
+        return em.emit(f"{src}_{i}", "aten.slice.Tensor", [ref(src), 1, i * hidden, (i + 1) * hidden], shape,
+                       {"dim": 1, "start": i * hidden, "end": (i + 1) * hidden, "step": 1})
+
+    if kind in ("rnn_tanh_cell", "rnn_relu_cell"):
+        pre = op("pre", "add.Tensor", ref(gx), ref(gh), attrs={"alpha": 1})
+        fn = "relu.default" if kind == "rnn_relu_cell" else "tanh.default"
+        em.emit(base, f"aten.{fn}", [ref(pre)], shape)
+        return em.out
+    if kind == "gru_cell":
+        xr, xz, xn = (chunk(gx, i) for i in range(3))
+        hr, hz, hn = (chunk(gh, i) for i in range(3))
+        r = op("r", "sigmoid.default", ref(op("r_pre", "add.Tensor", ref(xr), ref(hr), attrs={"alpha": 1})))
+        z = op("z", "sigmoid.default", ref(op("z_pre", "add.Tensor", ref(xz), ref(hz), attrs={"alpha": 1})))
+        rn = op("rn", "mul.Tensor", ref(r), ref(hn))
+        n = op("n", "tanh.default", ref(op("n_pre", "add.Tensor", ref(xn), ref(rn), attrs={"alpha": 1})))
+        delta = op("delta", "sub.Tensor", h, ref(n), attrs={"alpha": 1})
+        zd = op("z_delta", "mul.Tensor", ref(z), ref(delta))
+        em.emit(base, "aten.add.Tensor", [ref(n), ref(zd)], shape, {"alpha": 1})
+        return em.out
+    c = hx[1]
+    g = op("gates", "add.Tensor", ref(gx), ref(gh), attrs={"alpha": 1})
+    em.shapes[g] = [batch, 4 * hidden]
+    em.out[-1].outputs = [TensorMeta(shape=[batch, 4 * hidden], dtype=em.dtype)]
+    gi, gf, gg, go = (chunk(g, i) for i in range(4))
+    i_ = op("i", "sigmoid.default", ref(gi))
+    f_ = op("f", "sigmoid.default", ref(gf))
+    g_ = op("g", "tanh.default", ref(gg))
+    o_ = op("o", "sigmoid.default", ref(go))
+    fc = op("fc", "mul.Tensor", ref(f_), c)
+    ig = op("ig", "mul.Tensor", ref(i_), ref(g_))
+    c_name = items.get(1, f"{base}_c")
+    em.emit(c_name, "aten.add.Tensor", [ref(fc), ref(ig)], shape, {"alpha": 1})
+    tc = op("tanh_c", "tanh.default", ref(c_name))
+    em.emit(items.get(0, f"{base}_h"), "aten.mul.Tensor", [ref(o_), ref(tc)], shape)
+    return em.out
+
+
+__all__ = ["lower", "SourceLoc"]

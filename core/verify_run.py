@@ -17,6 +17,7 @@ import torch
 
 from .errors import ErrorInfo, UserError
 from .graph_exec import run_node
+from .lowering import lower
 from .opgraph import OpGraph
 from .specs import Decomposition
 from .usercode import build_model, call_user, load_module, pick_model_class
@@ -104,7 +105,7 @@ def verify_file(path: str, class_name: str | None, bundle_path: str) -> dict:
 
         kernels_report, first_bad = [], None
         chain = dict(env)
-        nodes = {n.name: n for n in graph.nodes}
+        nodes = {n.name: n for n in lower(graph).nodes}  # the schedule's glue may come from lowering
         for item in dec.schedule:
             kind, key = item.split(":", 1)
             if kind == "glue":
