@@ -56,6 +56,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0)
     p.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB)
     p.add_argument("--verbose", action="store_true")
+
+    p = sub.add_parser("validate", help="run a composed file on the local GPU: per-kernel + end-to-end + timings")
+    p.add_argument("composed_file")
+    p.add_argument("--json", action="store_true", help="print the event stream as JSON lines, then the report")
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--atol", type=float, default=1e-2)
+    p.add_argument("--rtol", type=float, default=1e-2)
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--no-torch-compile", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument("--verbose", action="store_true")
+
+    p = sub.add_parser("bench", help="analyze, compose, dry-run and validate many models; print a table")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--json", dest="json_out", default=None)
+    p.add_argument("--csv", dest="csv_out", default=None)
+    p.add_argument("--out-dir", default=None, help="keep the composed files here")
+    p.add_argument("--jobs", type=int, default=0, help="parallel CPU stages (default: CPU count)")
+    p.add_argument("--no-dry-run", action="store_true")
+    p.add_argument("--no-torch-compile", action="store_true")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--verbose", action="store_true")
     return parser
 
 
@@ -75,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
             return _compose(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "validate":
+            return _validate(args)
+        if args.command == "bench":
+            from .bench import run_bench
+
+            return run_bench(args)
         if args.command == "screenshot":
             return _screenshot(args)
     except UserError as err:
@@ -218,3 +246,59 @@ def _print_dry_run(path: str, report: dict) -> bool:
     for note in report["output_mismatches"]:
         print(f"{path}: DRY002 {note}")
     return bool(report["ok"])
+
+
+def _validate(args: argparse.Namespace) -> int:
+    import json
+
+    from .validate import Validation
+
+    run = Validation(args.composed_file, timeout_s=args.timeout, atol=args.atol, rtol=args.rtol, reps=args.reps,
+                     torch_compile=not args.no_torch_compile)
+    for ev in run.run():
+        if args.json:
+            print(json.dumps(ev, default=str), flush=True)
+        else:
+            line = format_event(ev)
+            if line:
+                print(line, flush=True)
+    report = run.report
+    if args.json:
+        print(json.dumps({"event": "report", **report.model_dump(mode="json")}))
+    else:
+        print_report(report)
+    return {"pass": 0, "fail": 1}.get(report.status, 2)
+
+
+def format_event(ev: dict) -> str | None:
+    kind = ev.get("event")
+    if kind == "environment":
+        if not ev.get("cuda_available"):
+            return None
+        return (f"GPU {ev.get('gpu')} ({ev.get('compute_capability')}), driver {ev.get('driver')}, torch "
+                f"{ev.get('torch')}, cuda.tile {ev.get('cuda_tile')}, tileiras {'found' if ev.get('tileiras') else 'NOT FOUND'}")
+    if kind == "compile":
+        return f"  compile {ev['kernel']}: {ev['seconds']:.2f} s"
+    if kind == "kernel_check":
+        status = "ok" if ev["ok"] else "FAIL"
+        return (f"  check   {ev['kernel']}: {status} (max abs {ev['max_abs_err']:.3g}, rel {ev['max_rel_err']:.3g})"
+                + (f" {ev['message']}" if ev.get("message") else ""))
+    if kind == "end_to_end":
+        return f"{'PASS' if ev['ok'] else 'FAIL'} - max diff: {ev['max_diff']}"
+    if kind in ("error", "timeout", "crash", "garbage", "cancelled"):
+        where = f" [{ev['kernel']}]" if ev.get("kernel") else ""
+        line = f" (line {ev['line']})" if ev.get("line") else ""
+        return f"{kind}{'/' + ev['kind'] if ev.get('kind') and ev.get('kind') != kind else ''}{where}{line}: {ev.get('message', '')}"
+    if kind == "dry_run":
+        return f"dry run instead: {'PASS' if ev.get('ok') else 'FAIL'} ({len(ev.get('launches', []))} launches)"
+    return None
+
+
+def print_report(report) -> None:
+    t = report.timings
+    if t:
+        line = f"eager {t['eager_ms']:.3f} ms | cuTile {t['cutile_ms']:.3f} ms ({t['speedup_vs_eager']:.2f}x vs eager)"
+        if "compile_ms" in t:
+            line += f" | torch.compile {t['compile_ms']:.3f} ms ({t['speedup_vs_compile']:.2f}x vs compile)"
+        print(line)
+    print(f"{report.composed_file}: {report.status.upper()}", file=sys.stderr)

@@ -1,17 +1,10 @@
 import os
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-MODELS = ROOT / "tests" / "models"
-BAD_MODELS = ROOT / "tests" / "bad_models"
+from corpus import BAD_MODELS, MODELS, ROOT, corpus_files  # noqa: F401  (re-exported for fixtures)
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-
-def corpus_files(prefix: str = "") -> list[pathlib.Path]:
-    return sorted(p for p in MODELS.glob(f"{prefix}*.py"))
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import corpus_files
+from corpus import corpus_files
 
 MODELS = [p for p in corpus_files() if not p.name.startswith("big_")]
 

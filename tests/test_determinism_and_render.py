@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from conftest import MODELS
+from corpus import MODELS
 
 
 def _cli(*args, cwd=None):

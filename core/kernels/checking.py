@@ -71,17 +71,37 @@ class KernelCheck:
 def check_kernel(spec: KernelSpec, source: KernelSource, device: str = "cuda", seed: int = 0,
                  make_input: Callable[[TensorSpec, torch.Generator], Any] | None = None) -> KernelCheck:
     """Launch the kernel on fresh random inputs and compare every output with the float64 reference."""
+    namespace = load_source(source)
+    return check_launch(spec, namespace, source.launch_name, source.prepare_name, device, seed, make_input)
+
+
+def make_inputs(spec: KernelSpec, device: str, seed: int,
+                make_input: Callable[[TensorSpec, torch.Generator], Any] | None = None) -> list[Any]:
     gen = torch.Generator().manual_seed(seed)
     inputs = [make_input(t, gen) if make_input else random_input(t, device, gen) for t in spec.inputs]
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
-    namespace = load_source(source)
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def launch_args(spec: KernelSpec, namespace: dict[str, Any], prepare_name: str | None, inputs: list[Any]) -> list:
+    if not prepare_name:
+        return list(inputs)
+    params = [a for a, t in zip(inputs, spec.inputs) if t.role in ("parameter", "buffer")]
+    prepared = namespace[prepare_name](*params)
+    return [a for a, t in zip(inputs, spec.inputs) if t.role in ("activation", "scalar")] + list(prepared)
+
+
+def check_launch(spec: KernelSpec, namespace: dict[str, Any], launch_name: str, prepare_name: str | None,
+                 device: str = "cuda", seed: int = 0,
+                 make_input: Callable[[TensorSpec, torch.Generator], Any] | None = None) -> KernelCheck:
+    """Like check_kernel, for a launch wrapper already loaded in `namespace` (a composed file's module dict)."""
+    inputs = make_inputs(spec, device, seed, make_input)
+    args = launch_args(spec, namespace, prepare_name, inputs)
+    real_torch = namespace.get("torch", torch)
     namespace["torch"] = PoisonedTorch()
-    args = inputs
-    if source.prepare_name:
-        params = [a for a, t in zip(inputs, spec.inputs) if t.role in ("parameter", "buffer")]
-        prepared = namespace[source.prepare_name](*params)
-        args = [a for a, t in zip(inputs, spec.inputs) if t.role in ("activation", "scalar")] + list(prepared)
-    result = namespace[source.launch_name](*args)
+    try:
+        result = namespace[launch_name](*args)
+    finally:
+        namespace["torch"] = real_torch
     torch.cuda.synchronize() if device == "cuda" else None
     actual = result if isinstance(result, tuple) else (result,)
 

@@ -1,0 +1,153 @@
+"""`tilestudio bench PATH...`: analyze → compose → dry run → validate → time, for many models; one table.
+
+CPU stages (analysis, composition, purity, dry run) run in parallel first; GPU validations then run one at a
+time so that timings are not disturbed. One model's failure never stops the batch.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .errors import UserError
+
+
+def _expand(paths: list[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += sorted(glob.glob(os.path.join(p, "*.py")))
+        else:
+            out += sorted(glob.glob(p)) or [p]
+    return out
+
+
+def _cpu_stage(path: str, out_dir: str, dry: bool) -> dict[str, Any]:
+    from .analyze import analyze_file
+    from .composer import compose_model
+    from .loader import run_child
+    from .purity import check_text
+
+    row: dict[str, Any] = {"model": os.path.basename(path), "kernels": 0, "pure": False, "status": "error",
+                           "max_diff": None, "eager_ms": None, "compile_ms": None, "cutile_ms": None,
+                           "speedup_eager": None, "speedup_compile": None, "error": ""}
+    try:
+        analysis = analyze_file(path)
+        dec = analysis.decomposition
+        row["kernels"] = len(dec.kernels)
+        composed = compose_model(path, dec)
+        out = os.path.join(out_dir, os.path.basename(path).removesuffix(".py") + "_cutile.py")
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(composed.text)
+        row["composed"] = out
+        with open(path, encoding="utf-8") as f:
+            diags = check_text(composed.text, f.read())
+        row["pure"] = not diags
+        if diags:
+            row["error"] = f"{diags[0].rule} {diags[0].message}"[:120]
+        if dry:
+            report = run_child("dryrun", out, timeout_s=600).payload["report"]
+            row["dry_run_ok"] = report["ok"]
+            row["pure"] &= not report["violations"]
+            if not report["ok"] and not row["error"]:
+                bad = [r for r in report["launches"] if not r["ok"]]
+                row["error"] = ("compile: " + bad[0]["message"].splitlines()[0] if bad else
+                                str(report["error"] or report["violations"] or report["output_mismatches"]))[:120]
+        row["status"] = "composed"
+    except UserError as err:
+        row["error"] = err.info.one_line()[:160]
+    except Exception as exc:  # noqa: BLE001 - one model never stops the batch
+        row["error"] = f"internal: {type(exc).__name__}: {exc}"[:160]
+    return row
+
+
+def _gpu_stage(row: dict[str, Any], args) -> None:
+    from .validate import Validation
+
+    run = Validation(row["composed"], timeout_s=args.timeout, reps=args.reps,
+                     torch_compile=not args.no_torch_compile)
+    for _ in run.run():
+        pass
+    rep = run.report
+    row["status"] = rep.status
+    if rep.end_to_end:
+        row["max_diff"] = rep.end_to_end.get("max_diff")
+    t = rep.timings
+    row.update(eager_ms=t.get("eager_ms"), compile_ms=t.get("compile_ms"), cutile_ms=t.get("cutile_ms"),
+               speedup_eager=t.get("speedup_vs_eager"), speedup_compile=t.get("speedup_vs_compile"))
+    bad = [k for k in rep.kernels if k.ok is False]
+    if bad and not row["error"]:
+        row["error"] = f"kernel {bad[0].id}: {bad[0].message}"[:160]
+    if rep.errors and not row["error"]:
+        row["error"] = f"{rep.errors[0].get('kind')}: {rep.errors[0].get('message', '')}"[:160]
+    if rep.status == "no_gpu":
+        row["error"] = "no GPU: validation skipped (dry run only)"
+
+
+def _geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _fmt(v: Any, spec: str = ".3f") -> str:
+    return "-" if v is None else (format(v, spec) if isinstance(v, float) else str(v))
+
+
+def run_bench(args) -> int:
+    files = _expand(args.paths)
+    out_dir = args.out_dir or tempfile.mkdtemp(prefix="tilestudio-bench-")
+    os.makedirs(out_dir, exist_ok=True)
+    jobs = args.jobs or (os.cpu_count() or 2)
+    start = time.perf_counter()
+    rows: list[dict[str, Any]] = [None] * len(files)  # type: ignore[list-item]
+    with ThreadPoolExecutor(jobs) as pool:
+        futures = {pool.submit(_cpu_stage, f, out_dir, not args.no_dry_run): i for i, f in enumerate(files)}
+        for n, fut in enumerate(futures, 1):
+            i = futures[fut]
+            rows[i] = fut.result()
+            print(f"[{n}/{len(files)}] composed {rows[i]['model']}: {rows[i]['status']}"
+                  f"{' - ' + rows[i]['error'] if rows[i]['error'] else ''}", file=sys.stderr, flush=True)
+    for n, row in enumerate(rows, 1):
+        if row.get("composed"):
+            try:
+                _gpu_stage(row, args)
+            except Exception as exc:  # noqa: BLE001
+                row["status"], row["error"] = "error", f"validation: {type(exc).__name__}: {exc}"[:160]
+        print(f"[{n}/{len(rows)}] validated {row['model']}: {row['status']}", file=sys.stderr, flush=True)
+    header = ["model", "kernels", "pure", "status", "max_diff", "eager_ms", "compile_ms", "cutile_ms",
+              "speedup_eager", "speedup_compile"]
+    print(f"{'model':42s} {'kern':>4s} {'pure':>4s} {'result':>7s} {'max diff':>9s} {'eager ms':>9s} "
+          f"{'compile ms':>10s} {'cuTile ms':>9s} {'vs eager':>8s} {'vs comp.':>8s}  note")
+    for r in rows:
+        print(f"{r['model'][:42]:42s} {r['kernels']:4d} {'yes' if r['pure'] else 'no':>4s} {r['status']:>7s} "
+              f"{_fmt(r['max_diff'], '.2e'):>9s} {_fmt(r['eager_ms']):>9s} {_fmt(r['compile_ms']):>10s} "
+              f"{_fmt(r['cutile_ms']):>9s} {_fmt(r['speedup_eager'], '.2f'):>8s} "
+              f"{_fmt(r['speedup_compile'], '.2f'):>8s}  {r['error'][:60]}")
+    n = len(rows)
+    passed = [r for r in rows if r["status"] == "pass"]
+    fast1 = [r for r in passed if (r["speedup_eager"] or 0) > 1.0]
+    ge = _geomean([r["speedup_eager"] for r in passed])
+    gc = _geomean([r["speedup_compile"] for r in passed])
+    print()
+    print(f"models: {n} | pure: {sum(r['pure'] for r in rows)}/{n} | PASS: {len(passed)}/{n} "
+          f"({100 * len(passed) / max(n, 1):.0f}%) | fast_1 (correct and faster than eager): "
+          f"{len(fast1)}/{n} ({100 * len(fast1) / max(n, 1):.0f}%)")
+    print(f"geomean speedup over passing models: vs eager {_fmt(ge, '.2f')}x | vs torch.compile {_fmt(gc, '.2f')}x"
+          f" | wall {time.perf_counter() - start:.0f} s")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(rows, f, indent=2, default=str)
+    if args.csv_out:
+        with open(args.csv_out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=header + ["error"], extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rows)
+    return 0
