@@ -136,6 +136,10 @@ class _Builder:
         lines = sorted({r.source_line for r in records if r.source_line})
         inputs = [self.tensor_spec(v) for v in in_values]
         outputs = [self.tensor_spec(v) for v in out_values]
+        for spec in outputs:
+            node = self.nodes[spec.graph_value]
+            if node.target == "getitem":
+                spec.tuple_index = node.args[1]
         return KernelSpec(
             id=kid, family=family, description=self.describe(group, anchor, records, family),
             operations=operations, ops=records, inputs=inputs, outputs=outputs,
@@ -183,7 +187,7 @@ class _Builder:
             body.append(f"    {self.names[name]} = {call_source(node, names)}")
         helpers = sorted({self.nodes[n].op for n in group.nodes if self.nodes[n].target.startswith("tilestudio.")})
         if helpers:
-            from .recurrent_ops import SOURCES
+            from .recurrent_sources import SOURCES
 
             nested = [textwrap.indent(SOURCES[h].strip("\n"), "    ") for h in helpers]
             body = [line for block in nested for line in block.splitlines()] + body

@@ -24,6 +24,7 @@ class TensorSpec(BaseModel):
     source: str | None = None  # module path of a parameter/buffer ("layers.0.conv.weight") or forward arg name
     value: Any = None  # the literal of a scalar input
     graph_value: str | None = None  # the op-graph value this tensor is (for glue, verify and the composer)
+    tuple_index: int | None = None  # for an output that is element k of a tuple-returning op (max.dim, lstm, ...)
 
     def describe(self) -> str:
         if self.role == "scalar":

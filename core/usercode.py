@@ -9,6 +9,7 @@ import ast
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import traceback
 from types import ModuleType, TracebackType
@@ -31,9 +32,21 @@ def error_from_exception(exc: BaseException, path: str, kind: str, what: str, hi
     line = user_line(exc.__traceback__, path)
     if isinstance(exc, SyntaxError) and exc.filename and os.path.realpath(exc.filename) == os.path.realpath(path):
         line = exc.lineno
-    message = f"{what}: {type(exc).__name__}: {first_line(str(exc))}"
+    text = first_line(str(exc))
+    if is_out_of_memory(exc):
+        # The child replaces the hint with one naming the cap (it knows --memory-mb).
+        kind, what, hint = "memory", f"{what}: out of memory", "raise the memory cap with --memory-mb, or allocate less"
+        text = re.sub(r"^\[enforce fail at [^\]]*\]\s*(err == 0\.\s*)?", "", text)  # torch's allocator prefix
+    elif isinstance(exc, ModuleNotFoundError) and exc.name:
+        kind, hint = "import", hint or f"install the package '{exc.name}' or remove the import"
+    message = f"{what}: {type(exc).__name__}: {text}"
     return UserError(ErrorInfo(kind=kind, message=message, file=path, line=line, hint=hint,
                                detail="".join(traceback.format_exception(exc))))
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """MemoryError (numpy, Python) or torch's CPU allocator failing under the address-space cap."""
+    return isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc))
 
 
 def first_line(text: str) -> str:
@@ -55,9 +68,6 @@ def load_module(path: str) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except ModuleNotFoundError as exc:
-        raise error_from_exception(exc, path, "import", "importing the model file failed",
-                                   hint=f"install the package '{exc.name}' or remove the import") from None
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything
         raise error_from_exception(exc, path, "exception", "importing the model file failed") from None
     return module
@@ -87,8 +97,9 @@ def pick_model_class(module: ModuleType, path: str, name: str | None) -> type:
     roots = _top_level_classes(path, [c.__name__ for c in classes])
     if len(roots) == 1:
         return by_name[roots[0]]
-    raise UserError(ErrorInfo(kind="missing", message="several nn.Module classes and none is named Model",
-                              file=path, hint=f"pick one with --model NAME: {', '.join(sorted(by_name))}"))
+    raise UserError(ErrorInfo(kind="missing", message=f"several nn.Module classes ({', '.join(sorted(by_name))}) "
+                              "and none is named Model", file=path,
+                              hint=f"pick one with --model NAME, e.g. --model {sorted(roots or by_name)[0]}"))
 
 
 def _top_level_classes(path: str, names: list[str]) -> list[str]:

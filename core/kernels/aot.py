@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import linecache
 import math
 import time
 import typing
@@ -69,7 +70,10 @@ def load_source(source: KernelSource) -> dict[str, Any]:
     import cuda.tile as ct
 
     namespace: dict[str, Any] = {"ct": ct, "torch": torch, "math": math, "__name__": f"tilestudio_k_{source.spec_id}"}
-    exec(compile(source.code, f"<kernel {source.spec_id}>", "exec"), namespace)  # noqa: S102 - generated code
+    filename = f"<kernel {source.spec_id}>"
+    # cuTile reads a kernel's source through inspect/linecache: register the generated text under its file name.
+    linecache.cache[filename] = (len(source.code), None, source.code.splitlines(True), filename)
+    exec(compile(source.code, filename, "exec"), namespace)  # noqa: S102 - generated code
     return namespace
 
 

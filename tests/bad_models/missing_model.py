@@ -1,0 +1,13 @@
+import torch
+
+
+def helper(x):
+    return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+
+def get_init_inputs():
+    return []
