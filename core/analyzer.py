@@ -24,8 +24,10 @@ _FAMILY_TITLES = {
 
 
 class _Builder:
-    def __init__(self, graph: OpGraph, plan: FusionPlan, model_name: str, sha256: str):
+    def __init__(self, graph: OpGraph, plan: FusionPlan, model_name: str, sha256: str,
+                 original: OpGraph | None = None):
         self.graph, self.plan = graph, plan
+        self.original = original or graph
         self.model_name, self.sha256 = model_name, sha256
         self.nodes = {n.name: n for n in graph.nodes}
         self.order = {n.name: i for i, n in enumerate(graph.nodes)}
@@ -35,6 +37,7 @@ class _Builder:
         self.live_alias_inputs = {self.plan.resolve(r) for n in self.live_glue if n in self.plan.alias
                                   for r in node_refs(self.nodes[n])}
         self.group_ids: dict[int, str] = {}
+        self.dead: set[str] = set()
         self.value_kernel: dict[str, str] = {}  # value → id of the kernel that produces it
 
     # ---- naming -----------------------------------------------------------------------------------------------
@@ -147,6 +150,11 @@ class _Builder:
             notes=self.notes(group, anchor, records, inputs, outputs, unsupported),
             source_lines=lines, unsupported=unsupported, fusion_rules=sorted(group.rules))
 
+    def is_dead(self, group: Group) -> bool:
+        """A kernel none of whose results reaches the forward's outputs (e.g. an unused `y.sum()`)."""
+        members = set(group.nodes)
+        return not any(self.consumers_outside(n, members) for n in group.nodes if not self.nodes[n].tuple_output)
+
     def op_record(self, node: OpNode) -> OpRecord:
         info = self.plan.info[node.name]
         meta = node.meta or next((o for o in node.outputs if o is not None), None)
@@ -242,6 +250,9 @@ class _Builder:
         taken: set[str] = set()
         kernels: list[KernelSpec] = []
         for group in self.plan.groups:
+            if self.is_dead(group):
+                self.dead |= set(group.nodes)
+                continue
             kid = self.kernel_id(group, taken)
             self.group_ids[group.gid] = kid
             spec = self.build_kernel(group, kid)
@@ -357,13 +368,27 @@ class _Builder:
 
     def completeness(self) -> tuple[list[CompletenessEntry], list[str]]:
         entries, gaps = [], []
+        lowered: dict[str, list[str]] = {}  # captured node → kernels of the nodes it was lowered into
         for node in self.graph.nodes:
+            if node.origin and node.name in self.plan.group_of and node.name in self.value_kernel:
+                kid = self.value_kernel[node.name]
+                if kid not in lowered.setdefault(node.origin, []):
+                    lowered[node.origin].append(kid)
+        for node in self.original.nodes:
+            if node.name in lowered:
+                line = node.source.line if node.source else None
+                entries.append(CompletenessEntry(node=node.name, op=base_op(node.op), source_line=line,
+                                                 kernel=", ".join(lowered[node.name])))
+        for node in self.graph.nodes:
+            if node.origin:
+                continue
             kid = self.value_kernel.get(node.name) if node.name in self.plan.group_of else None
             line = node.source.line if node.source else None
             if node.target == "getitem" and kid is None:
                 continue
+            dead = node.name in self.dead
             entries.append(CompletenessEntry(node=node.name, op=base_op(node.op), source_line=line, kernel=kid,
-                                             glue=kid is None))
+                                             glue=kid is None and not dead, eliminated=dead))
             if self.plan.info[node.name].category == "unsupported":
                 where = f" at line {line}" if line else ""
                 gaps.append(f"{node.name} ({node.target}){where}: no kernel generator (kernel {kid} is an "
@@ -456,10 +481,10 @@ def analyze_graph(graph: OpGraph, model_name: str | None = None, sha256: str = "
     """The Analyzer proper: fuse, then build specs. `model_name` is what appears in the specs (a file name)."""
     from .lowering import lower
 
-    graph = lower(graph)
-    plan = fuse(graph)
+    lowered = lower(graph)
+    plan = fuse(lowered)
     name = model_name or os.path.basename(graph.model_file)
-    return _Builder(graph, plan, name, sha256).build()
+    return _Builder(lowered, plan, name, sha256, original=graph).build()
 
 
 __all__ = ["analyze_graph", "GraphInput"]

@@ -48,6 +48,7 @@ def _cpu_stage(path: str, out_dir: str, dry: bool) -> dict[str, Any]:
         with open(out, "w", encoding="utf-8") as f:
             f.write(composed.text)
         row["composed"] = out
+        row["specs_json"] = dec.model_dump_json()
         with open(path, encoding="utf-8") as f:
             diags = check_text(composed.text, f.read())
         row["pure"] = not diags
@@ -73,7 +74,7 @@ def _gpu_stage(row: dict[str, Any], args) -> None:
     from .validate import Validation
 
     run = Validation(row["composed"], timeout_s=args.timeout, reps=args.reps,
-                     torch_compile=not args.no_torch_compile)
+                     torch_compile=not args.no_torch_compile, specs_json=row.get("specs_json"))
     for _ in run.run():
         pass
     rep = run.report
@@ -90,6 +91,22 @@ def _gpu_stage(row: dict[str, Any], args) -> None:
         row["error"] = f"{rep.errors[0].get('kind')}: {rep.errors[0].get('message', '')}"[:160]
     if rep.status == "no_gpu":
         row["error"] = "no GPU: validation skipped (dry run only)"
+
+
+def _run_main(row: dict[str, Any], timeout: float) -> None:
+    """Run the composed file's own `__main__` validation block (also warms cuTile's compile cache)."""
+    import subprocess
+
+    try:
+        r = subprocess.run([sys.executable, row["composed"]], capture_output=True, text=True, timeout=timeout,
+                           start_new_session=True)
+        lines = [l for l in r.stdout.splitlines() if l.startswith(("PASS", "FAIL"))]
+        row["main"] = lines[0].split()[0] if lines else f"ERR({r.returncode})"
+        if not lines:
+            tail = [l for l in r.stderr.splitlines() if l.strip()][-1:] or [""]
+            row["main_error"] = tail[0][:160]
+    except subprocess.TimeoutExpired:
+        row["main"] = "TIMEOUT"
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -115,19 +132,26 @@ def run_bench(args) -> int:
             rows[i] = fut.result()
             print(f"[{n}/{len(files)}] composed {rows[i]['model']}: {rows[i]['status']}"
                   f"{' - ' + rows[i]['error'] if rows[i]['error'] else ''}", file=sys.stderr, flush=True)
+    if args.main_jobs:
+        ready = [r for r in rows if r.get("composed")]
+        with ThreadPoolExecutor(args.main_jobs) as pool:
+            list(pool.map(lambda r: _run_main(r, args.timeout), ready))
+        print(f"composed __main__ blocks: PASS {sum(r.get('main') == 'PASS' for r in rows)}/{len(rows)}",
+              file=sys.stderr, flush=True)
     for n, row in enumerate(rows, 1):
-        if row.get("composed"):
+        if row.get("composed") and not args.no_validate:
             try:
                 _gpu_stage(row, args)
             except Exception as exc:  # noqa: BLE001
                 row["status"], row["error"] = "error", f"validation: {type(exc).__name__}: {exc}"[:160]
         print(f"[{n}/{len(rows)}] validated {row['model']}: {row['status']}", file=sys.stderr, flush=True)
-    header = ["model", "kernels", "pure", "status", "max_diff", "eager_ms", "compile_ms", "cutile_ms",
+    header = ["model", "kernels", "pure", "main", "status", "max_diff", "eager_ms", "compile_ms", "cutile_ms",
               "speedup_eager", "speedup_compile"]
-    print(f"{'model':42s} {'kern':>4s} {'pure':>4s} {'result':>7s} {'max diff':>9s} {'eager ms':>9s} "
+    print(f"{'model':42s} {'kern':>4s} {'pure':>4s} {'main':>5s} {'result':>7s} {'max diff':>9s} {'eager ms':>9s} "
           f"{'compile ms':>10s} {'cuTile ms':>9s} {'vs eager':>8s} {'vs comp.':>8s}  note")
     for r in rows:
-        print(f"{r['model'][:42]:42s} {r['kernels']:4d} {'yes' if r['pure'] else 'no':>4s} {r['status']:>7s} "
+        print(f"{r['model'][:42]:42s} {r['kernels']:4d} {'yes' if r['pure'] else 'no':>4s} {r.get('main', '-')[:5]:>5s} "
+              f"{r['status']:>7s} "
               f"{_fmt(r['max_diff'], '.2e'):>9s} {_fmt(r['eager_ms']):>9s} {_fmt(r['compile_ms']):>10s} "
               f"{_fmt(r['cutile_ms']):>9s} {_fmt(r['speedup_eager'], '.2f'):>8s} "
               f"{_fmt(r['speedup_compile'], '.2f'):>8s}  {r['error'][:60]}")
@@ -137,6 +161,8 @@ def run_bench(args) -> int:
     ge = _geomean([r["speedup_eager"] for r in passed])
     gc = _geomean([r["speedup_compile"] for r in passed])
     print()
+    if args.main_jobs:
+        print(f"composed files' own __main__: PASS {sum(r.get('main') == 'PASS' for r in rows)}/{n}")
     print(f"models: {n} | pure: {sum(r['pure'] for r in rows)}/{n} | PASS: {len(passed)}/{n} "
           f"({100 * len(passed) / max(n, 1):.0f}%) | fast_1 (correct and faster than eager): "
           f"{len(fast1)}/{n} ({100 * len(fast1) / max(n, 1):.0f}%)")
@@ -144,7 +170,7 @@ def run_bench(args) -> int:
           f" | wall {time.perf_counter() - start:.0f} s")
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump(rows, f, indent=2, default=str)
+            json.dump([{k: v for k, v in r.items() if k != "specs_json"} for r in rows], f, indent=2, default=str)
     if args.csv_out:
         with open(args.csv_out, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=header + ["error"], extrasaction="ignore")

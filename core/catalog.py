@@ -44,7 +44,7 @@ logical_not bitwise_not isnan isinf isfinite nan_to_num clamp clamp_min clamp_ma
 logit signbit tril triu fill zero""".split()
 _BINARY = """add sub rsub mul div true_divide floor_divide remainder fmod pow maximum minimum fmax fmin atan2 eq ne lt le
 gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor hypot copysign xlogy prelu
-masked_fill""".split()
+masked_fill __and__ __or__ __xor__""".split()
 _TERNARY = "where addcmul addcdiv lerp".split()
 _MATMUL = "linear matmul mm bmm addmm baddbmm addbmm einsum mv addmv dot vdot outer bilinear".split()
 _CONV = """conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d convolution _convolution

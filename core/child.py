@@ -20,9 +20,25 @@ from .errors import ErrorInfo, UserError
 
 
 def _apply_memory_cap(cap_mb: int) -> None:
+    """Cap the address space at what is mapped now plus `cap_mb`, so user code gets a clean MemoryError.
+
+    Relative, not absolute: a CUDA build of torch reserves tens of GB of virtual address space at import, which an
+    absolute cap would refuse (seen on the H200 image). The parent also watches the resident size as a backstop.
+    """
     if cap_mb > 0:
-        limit = cap_mb * 1024 * 1024
+        limit = _vm_size_bytes() + cap_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _vm_size_bytes() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _warm_up() -> None:

@@ -108,6 +108,12 @@ def run_child(task: str, model_file: str, *, extra: list[str] | None = None, tim
                     deadline = now + timeout_s
                 if now > deadline:
                     raise UserError(_timeout_info(proc, model_file, timeout_s, user_start is not None)) from None
+                if memory_mb > 0 and _rss_mb(proc.pid) > memory_mb:
+                    _kill_group(proc)
+                    raise UserError(ErrorInfo(
+                        kind="memory", file=model_file,
+                        message=f"the model's process grew past the {memory_mb} MB memory cap and was stopped",
+                        hint="raise the cap with --memory-mb, or shrink get_inputs()")) from None
         wall = time.perf_counter() - start
         if not os.path.exists(result_path):
             raise UserError(_crash_info(proc.returncode, err.decode("utf-8", "replace"), model_file, memory_mb))
@@ -120,6 +126,15 @@ def run_child(task: str, model_file: str, *, extra: list[str] | None = None, tim
         raise UserError(info)
     return ChildResult(payload=payload, wall_s=wall, timings=payload.get("timings", {}),
                        peak_rss_mb=payload.get("peak_rss_mb", 0.0))
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident set size of a process in MB (0 when it is gone or /proc is unavailable)."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

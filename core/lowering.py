@@ -68,7 +68,7 @@ def lower(graph: OpGraph) -> OpGraph:
         if lowered is None:
             new_nodes.append(node)
             continue
-        new_nodes.extend(lowered)
+        new_nodes.extend(n.model_copy(update={"origin": node.name}) for n in lowered)
         dropped |= set(getitems.get(node.name, {}).values())
     return graph.model_copy(update={"nodes": new_nodes})
 

@@ -55,6 +55,7 @@ class OpNode(BaseModel):
     source: SourceLoc | None = None
     module_path: str | None = None  # innermost nn.Module path, e.g. "layers.0.conv"
     module_type: str | None = None  # e.g. "Conv2d"
+    origin: str | None = None  # for nodes made by lowering: the captured node they implement (e.g. "lstm")
 
     @property
     def op(self) -> str:

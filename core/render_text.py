@@ -47,7 +47,8 @@ def render_text(d: Decomposition) -> str:
     out += ["", "End-to-end PyTorch reference:", d.end_to_end_reference.rstrip("\n"), "", "## Completeness Check"]
     ops = [f"{e.op} (line {e.source_line})" if e.source_line else e.op for e in d.completeness if not e.glue]
     out.append(f"Original forward-pass ops: [{', '.join(ops)}]")
-    covered = [f"{e.op}{'@' + str(e.source_line) if e.source_line else ''} -> {e.kernel}"
+    covered = [f"{e.op}{'@' + str(e.source_line) if e.source_line else ''} -> "
+               f"{e.kernel if not e.eliminated else '(result unused: eliminated)'}"
                for e in d.completeness if not e.glue]
     out.append(f"Covered by kernel specs: [{', '.join(covered)}]")
     glue = [e.op for e in d.completeness if e.glue]

@@ -94,6 +94,7 @@ class CompletenessEntry(BaseModel):
     source_line: int | None = None
     kernel: str | None = None  # covering kernel id; None for glue
     glue: bool = False
+    eliminated: bool = False  # computed but never used by the forward's outputs: dead code, no kernel
 
 
 class Decomposition(BaseModel):

@@ -108,12 +108,13 @@ class Validation:
 
     def __init__(self, composed_path: str, *, timeout_s: float = 600.0, atol: float = 1e-2, rtol: float = 1e-2,
                  reps: int = 20, torch_compile: bool = True, python: str | None = None,
-                 child_cmd: list[str] | None = None):
+                 child_cmd: list[str] | None = None, specs_json: str | None = None):
         self.path = composed_path
         self.timeout_s, self.atol, self.rtol, self.reps = timeout_s, atol, rtol, reps
         self.torch_compile = torch_compile
         self.python = python or sys.executable
         self.child_cmd = child_cmd  # tests substitute a fake GPU child here
+        self.specs_json = specs_json  # the decomposition, when the caller already has it (bench)
         self.report = ValidationReport(composed_file=composed_path)
         self._proc: subprocess.Popen | None = None
         self._cancelled = threading.Event()
@@ -135,9 +136,9 @@ class Validation:
         with tempfile.TemporaryDirectory(prefix="tilestudio-validate-") as tmp:
             specs_path = os.path.join(tmp, "specs.json")
             if not self.child_cmd:
-                dec = specs_for(self.path)
+                text = self.specs_json or specs_for(self.path).model_dump_json()
                 with open(specs_path, "w", encoding="utf-8") as f:
-                    f.write(dec.model_dump_json())
+                    f.write(text)
             yield from self._stream(self.command(specs_path))
         if self.report.status == "no_gpu":
             yield from self._dry_run()

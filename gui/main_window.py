@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QColor, QDragEnterEvent, QDragMoveEvent, QDropEvent,
                            QKeySequence)
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QProgressBar,
@@ -23,15 +23,18 @@ from tilestudio.core.specs import Decomposition
 from .about import show_about
 from .banner import Banner
 from .code_editor import CodeEditor
+from .graph_view import GraphPane
 from .highlighter import PygmentsHighlighter, SpecHighlighter
 from .kernels_pane import KernelsPane
 from .model_pane import ModelPane
 from .problems_pane import Problem, ProblemsPane, problems_from_decomposition
 from .resources import app_icon, resource_path
 from .session import ModelSession
+from .settings_dialog import AppSettings, edit_settings
 from .theme import DARK, THEMES, Theme, apply_theme
+from .validation_pane import ValidationPane
 
-STATE_VERSION = 1  # bump when docks are added or renamed, so an old saved layout is not half-applied
+STATE_VERSION = 2  # bump when docks are added or renamed, so an old saved layout is not half-applied
 MAX_RECENT = 10
 SOURCE_PLACEHOLDER = ("Drop a PyTorch model file (.py) here, or use File ▸ Open (Ctrl+O).\n\n"
                       "A model file defines class Model(nn.Module), get_inputs() and get_init_inputs().")
@@ -62,6 +65,10 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_status_bar()
         self._connect_session()
+        self._install_graph_view()
+        self._install_validation()
+        self._install_settings()
+        self._install_editing()
         self._default_layout()
         self._needs_default_sizes = True
         if restore_state:
@@ -227,6 +234,8 @@ class MainWindow(QMainWindow):
             dock.show()
         self.spec_dock.raise_()
         self.problems_dock.raise_()
+        self._place_graph_and_validation()
+        self.editing.place_docks()
 
     def apply_default_sizes(self) -> None:
         """Share the width between kernels, source and spec, and keep Problems short."""
@@ -293,6 +302,8 @@ class MainWindow(QMainWindow):
             highlighter.set_style(theme.pygments_style)
         self.banner.set_theme(theme)
         self.kernels.theme = theme
+        for hook in getattr(self, "theme_hooks", []):
+            hook(theme)
 
     # ---- opening -------------------------------------------------------------------------------------------
     def choose_model(self) -> None:
@@ -308,6 +319,8 @@ class MainWindow(QMainWindow):
             self.open_model(str(path))
 
     def open_model(self, path: str) -> None:
+        if not self.project.may_open_model(path):  # unsaved kernel edits: ask first
+            return
         path = os.path.abspath(path)
         self.settings.setValue("files/lastDir", os.path.dirname(path))
         if os.path.isfile(path):
@@ -506,3 +519,162 @@ class MainWindow(QMainWindow):
     def spec_text(self) -> str:
         return self.spec.toPlainText()
 
+    # ---- graph, validation, settings -----------------------------------------------------------------------
+    def _install_graph_view(self) -> None:
+        self.graph_view = GraphPane(self.theme)
+        self.graph_dock = self._dock("Graph", "graphDock", self.graph_view)
+        self._add_dock_toggles([self.graph_dock])
+        self.graph_view.kernelSelected.connect(self.kernels.select)
+        self.graph_view.kernelActivated.connect(self._open_kernel_editor)
+        self.kernels.kernelSelected.connect(lambda kid: self.graph_view.select(kid) if kid else None)
+        self.session.analysisFinished.connect(lambda analysis: self.graph_view.set_decomposition(
+            analysis.decomposition, os.path.splitext(os.path.basename(self.session.path or ""))[0],
+            selected=self.kernels.selected_id()))
+        self.session.analysisFailed.connect(lambda _info: self.graph_view.set_decomposition(None))
+
+    def _open_kernel_editor(self, kernel_id: str) -> None:
+        self.kernels.select(kernel_id)
+        opener = getattr(self, "open_editor", None)
+        if callable(opener):
+            opener(kernel_id)
+
+    def _install_validation(self) -> None:
+        self.validation = ValidationPane(self.theme, settings_provider=lambda: AppSettings.load(self.settings))
+        self.validation.composed_provider = self._current_composed_text
+        self.validation_dock = self._dock("Validation", "validationDock", self.validation)
+        self._add_dock_toggles([self.validation_dock])
+        self.validation.kernelStatus.connect(self.graph_view.set_status)
+        self.validation.kernelSelected.connect(lambda kid: self.kernels.select(kid) if kid else None)
+        self.validation.runFinished.connect(
+            lambda report: self.status_label.setText(f"Validation: {report.status.upper()} ({report.wall_s:.1f} s)"))
+        self.session.analysisFinished.connect(
+            lambda analysis: self.validation.set_model(self.session.path, analysis.decomposition))
+        self.session.analysisFailed.connect(lambda _info: self.validation.set_model(None, None))
+        self.validate_action = QAction(self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPlay),
+                                       "&Validate on GPU", self)
+        self.validate_action.setShortcut(QKeySequence("Ctrl+R"))
+        self.validate_action.setStatusTip("Run the composed file on this machine's GPU and check every kernel")
+        self.validate_action.triggered.connect(self._start_validation)
+        self.cancel_validation_action = QAction("&Cancel Validation", self)
+        self.cancel_validation_action.setEnabled(False)
+        self.cancel_validation_action.triggered.connect(self.validation.cancel)
+        self.validation.runningChanged.connect(self.cancel_validation_action.setEnabled)
+        self.addActions([self.validate_action, self.cancel_validation_action])
+        run_menu = self._menu("&Run")
+        run_menu.addAction(self.validate_action)
+        run_menu.addAction(self.cancel_validation_action)
+        self._validation_closer = _OnClose(self, self.validation.shutdown)
+
+    def _start_validation(self) -> None:
+        self.validation_dock.show()
+        self.validation_dock.raise_()
+        self.validation.run()
+
+    def _current_composed_text(self) -> str | None:
+        """The composed file with the user's edits when the editors have one; None: compose the generated kernels."""
+        provider = getattr(self, "composed_text", None)
+        if callable(provider):
+            return provider() or None
+        result = getattr(getattr(self, "workspace", None), "result", None)
+        return getattr(result, "text", None) or None
+
+    def _install_settings(self) -> None:
+        self.settings_action = QAction("&Settings…", self)
+        self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.settings_action.setMenuRole(QAction.MenuRole.PreferencesRole)
+        self.settings_action.setStatusTip("Target architecture, tolerances, timeouts, validation interpreter, theme")
+        self.settings_action.triggered.connect(self.open_settings)
+        self.addAction(self.settings_action)
+        self._menu("&Edit").addAction(self.settings_action)
+        self.session.timeout_s = float(AppSettings.load(self.settings).analysis_timeout_s)
+
+    def open_settings(self) -> None:
+        values = edit_settings(self, self.settings)
+        if values is not None:
+            self.apply_settings(values)
+
+    def apply_settings(self, values: AppSettings) -> None:
+        self.session.timeout_s = float(values.analysis_timeout_s)
+        if values.theme != self.theme.name:
+            self.set_theme(values.theme)
+
+    def _menu(self, title: str) -> QMenu:
+        """The menu bar's menu with this title, created after the last existing menu but Help when missing."""
+        bar = self.menuBar()
+        actions = bar.actions()
+        for action in actions:
+            if action.menu() is not None and action.text().replace("&", "") == title.replace("&", ""):
+                return action.menu()
+        menu = QMenu(title, self)
+        order = ["File", "Edit", "View", "Run", "Help"]
+        rank = order.index(title.replace("&", "")) if title.replace("&", "") in order else len(order)
+        before = next((a for a in actions if a.text().replace("&", "") in order
+                       and order.index(a.text().replace("&", "")) > rank), None)
+        if before is not None:
+            bar.insertMenu(before, menu)
+        else:
+            bar.addMenu(menu)
+        return menu
+
+    def _add_dock_toggles(self, docks: list[QDockWidget]) -> None:
+        self.docks.extend(docks)
+        view = self._menu("&View")
+        separator = next((a for a in view.actions() if a.isSeparator()), None)
+        for dock in docks:
+            view.insertAction(separator, dock.toggleViewAction()) if separator else view.addAction(
+                dock.toggleViewAction())
+
+    def _place_graph_and_validation(self) -> None:
+        """Graph over the Spec/Decomposition tabs on the right; Validation under Source."""
+        def split(anchor: QDockWidget, dock: QDockWidget, orientation: Qt.Orientation, before: bool) -> None:
+            # splitDockWidget on a tabbed dock would add a tab: lift the tabs off, split, put them back.
+            self.layout().activate()  # tab groups are only reported once the layout has been applied
+            tabs = self.tabifiedDockWidgets(anchor)
+            for d in tabs:
+                self.removeDockWidget(d)
+            if before:
+                area = self.dockWidgetArea(anchor)
+                self.removeDockWidget(anchor)
+                self.addDockWidget(area, dock)
+                self.splitDockWidget(dock, anchor, orientation)
+            else:
+                self.splitDockWidget(anchor, dock, orientation)
+            for d in [anchor, dock, *tabs]:
+                d.show()  # tabifying a hidden (removed) dock does nothing
+            for d in tabs:
+                self.tabifyDockWidget(anchor, d)
+            anchor.raise_()
+
+        split(self.spec_dock, self.graph_dock, Qt.Orientation.Vertical, before=True)
+        split(self.source_dock, self.validation_dock, Qt.Orientation.Vertical, before=False)
+
+    # ---- kernel editors, composed file, export, projects (gui/editors*.py, composed_pane.py, project_*.py) ----
+    def _install_editing(self) -> None:
+        from .editors_feature import EditingFeature
+        from .project_controller import ProjectController
+
+        self.editing = EditingFeature(self)
+        self.workspace = self.editing.workspace  # the latest composition: self.workspace.result.text
+        self.composed = self.editing.composed
+        self.editors = self.editing.panel
+        self.open_editor = self.editing.open_editor
+        self.composed_text = self.editing.composed_text
+        self._add_dock_toggles(self.editing.docks)
+        self.editing.fill_edit_menu(self._menu("&Edit"))
+        self.project = ProjectController(self, self.editing)
+        self.project.fill_file_menu(self._menu("&File"))
+        self.theme_hooks = getattr(self, "theme_hooks", []) + [self.editing.set_theme]
+
+
+class _OnClose(QObject):
+    """Runs a callback when the watched window closes (the validation process must not outlive the window)."""
+
+    def __init__(self, window: QWidget, callback):
+        super().__init__(window)
+        self.callback = callback
+        window.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.Close:
+            self.callback()
+        return False

@@ -208,3 +208,16 @@ def test_unsupported_op_becomes_its_own_spec_and_a_gap(decompose):
     assert len(bad) == 1 and bad[0].operations == ["sort"]
     assert dec.gaps and "aten.sort" in dec.gaps[0]
     assert "Gaps: NONE" not in __import__("tilestudio.core.render_text", fromlist=["x"]).render_text(dec)
+
+
+def test_unused_results_are_eliminated_not_kernels(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x):
+            unused = x.sum()
+            return x.relu()
+    """)
+    assert groups(dec) == [["relu"]]
+    dead = [e for e in dec.completeness if e.eliminated]
+    assert [e.op for e in dead] == ["sum"]
+    assert "(result unused: eliminated)" in __import__("tilestudio.core.render_text", fromlist=["x"]).render_text(dec)

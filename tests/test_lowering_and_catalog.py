@@ -79,3 +79,21 @@ def test_required_op_is_catalogued(op):
     from tilestudio.core.catalog import catalog_ops
 
     assert op in catalog_ops()
+
+
+def test_parent_side_analysis_never_imports_torch(analyses):
+    """The GUI process analyses captured graphs without paying torch's import (seconds)."""
+    import subprocess
+    import sys
+
+    from corpus import corpus_files
+
+    graph, _ = analyses(corpus_files("op_lstm")[0])
+    code = ("import sys, json\nfrom tilestudio.core.opgraph import OpGraph\nfrom tilestudio.core.analyzer import "
+            "analyze_graph\nfrom tilestudio.core.render_text import render_text\n"
+            "g = OpGraph.model_validate_json(sys.stdin.read())\nrender_text(analyze_graph(g, 'm.py'))\n"
+            "print('torch' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], input=graph.model_dump_json(), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"

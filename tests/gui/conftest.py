@@ -33,6 +33,10 @@ def window(qtbot, settings):
     assert win.session.wait(2 * ANALYSIS_TIMEOUT_MS)
     win.close()
     assert win.session.pool.activeThreadCount() == 0
+    workspace = getattr(win, "workspace", None)  # kernel generation and composing workers
+    assert workspace is None or workspace.pool.activeThreadCount() == 0
+    editors = getattr(win, "editors", None)  # compile-check child processes
+    assert editors is None or not editors.compile_running()
     QApplication.processEvents()
     leaked = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
     assert not leaked, f"windows left open: {leaked}"

@@ -1,0 +1,226 @@
+"""Kernel-library roofline table (GPU): per family and size, time, achieved GB/s or TFLOP/s, fraction of the
+ceiling measured in the same run (device copy bandwidth; cuBLAS bf16 matmul rate), and the speed-up over PyTorch
+eager running the same (unfused) op sequence — the spec's reference.
+
+    python bench/kernels.py [--family matmul] [--quick]
+
+CUDA events, warm-up, median of N, fresh random inputs rotated between calls (never zeros).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+
+import torch
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+# family, label, model body, inputs expression, kind ("mem" | "flop"), flop formula over input shapes
+CASES = [
+    ("elementwise", "sigmoid(2x+1)*y fp32 64M", "def forward(self, x, y):\n        return torch.sigmoid(x * 2 + 1) * y",
+     "[torch.randn(8192, 8192), torch.randn(8192, 8192)]", "mem", None),
+    ("elementwise", "gelu bf16 64M", "def forward(self, x):\n        return F.gelu(x)",
+     "[torch.randn(8192, 8192, dtype=torch.bfloat16)]", "mem", None),
+    ("elementwise", "bias+relu bcast fp16", "def forward(self, x, b):\n        return torch.relu(x + b)",
+     "[torch.randn(64, 256, 64, 64).half(), torch.randn(256, 1, 1).half()]", "mem", None),
+    ("softmax", "softmax rows 8192x8192 fp32", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(8192, 8192)]", "mem", None),
+    ("softmax", "softmax rows 16384x1000 bf16", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(16384, 1000, dtype=torch.bfloat16)]", "mem", None),
+    ("norm", "layer_norm 8192x8192 fp32", "def __init__(self):\n        super().__init__()\n        self.ln = nn.LayerNorm(8192)\n    def forward(self, x):\n        return self.ln(x)",
+     "[torch.randn(8192, 8192)]", "mem", None),
+    ("norm", "add+layer_norm 16384x4096 bf16", "def __init__(self):\n        super().__init__()\n        self.ln = nn.LayerNorm(4096).to(torch.bfloat16)\n    def forward(self, x, r):\n        return self.ln(x + r)",
+     "[torch.randn(16384, 4096, dtype=torch.bfloat16), torch.randn(16384, 4096, dtype=torch.bfloat16)]", "mem", None),
+    ("reduction", "sum(-1) 8192x8192 fp32", "def forward(self, x):\n        return x.sum(-1)",
+     "[torch.randn(8192, 8192)]", "mem", None),
+    ("reduction", "mean(1) 4096x4096x4 fp32", "def forward(self, x):\n        return x.mean(1)",
+     "[torch.randn(1024, 4096, 16)]", "mem", None),
+    ("scan", "cumsum 4096x4096 fp32", "def forward(self, x):\n        return x.cumsum(-1)",
+     "[torch.randn(4096, 4096)]", "mem", None),
+    ("softmax", "softmax dim=1 64x256x32x32 fp16 (inner dim)", "def forward(self, x):\n        return torch.softmax(x, 1)",
+     "[torch.randn(64, 256, 32, 32).half()]", "mem", None),
+    ("softmax", "scale+softmax 4096x32768 fp32 (two-pass rows)",
+     "def forward(self, x):\n        return torch.softmax(x * 0.125, -1)", "[torch.randn(4096, 32768)]", "mem", None),
+    ("norm", "rms_norm 16384x4096 bf16", "def __init__(self):\n        super().__init__()\n        self.n = nn.RMSNorm(4096).to(torch.bfloat16)\n    def forward(self, x):\n        return self.n(x)",
+     "[torch.randn(16384, 4096, dtype=torch.bfloat16)]", "mem", None),
+    ("norm", "layer_norm 2048x65536 fp32 (two-pass rows)", "def __init__(self):\n        super().__init__()\n        self.ln = nn.LayerNorm(65536)\n    def forward(self, x):\n        return self.ln(x)",
+     "[torch.randn(2048, 65536)]", "mem", None),
+    ("norm", "group_norm(32)+silu 32x256x56x56 fp16", "def __init__(self):\n        super().__init__()\n        self.gn = nn.GroupNorm(32, 256).half()\n    def forward(self, x):\n        return F.silu(self.gn(x))",
+     "[torch.randn(32, 256, 56, 56).half()]", "mem", None),
+    ("norm", "batch_norm eval 64x256x56x56 fp16", "def __init__(self):\n        super().__init__()\n        self.bn = nn.BatchNorm2d(256).half()\n    def forward(self, x):\n        return self.bn(x)",
+     "[torch.randn(64, 256, 56, 56).half()]", "mem", None),
+    ("reduction", "mean(2,3) global pool 128x512x28x28 fp16", "def forward(self, x):\n        return x.mean((2, 3))",
+     "[torch.randn(128, 512, 28, 28).half()]", "mem", None),
+    ("reduction", "sum() full 256M fp32 (split + merge)", "def forward(self, x):\n        return x.sum()",
+     "[torch.randn(1 << 28)]", "mem", None),
+    ("reduction", "argmax(-1) 8192x8192 bf16", "def forward(self, x):\n        return x.argmax(-1)",
+     "[torch.randn(8192, 8192, dtype=torch.bfloat16)]", "mem", None),
+    ("reduction", "var(-1) 8192x8192 fp32", "def forward(self, x):\n        return x.var(-1)",
+     "[torch.randn(8192, 8192)]", "mem", None),
+    ("reduction", "logsumexp(-1) 16384x4096 fp32", "def forward(self, x):\n        return torch.logsumexp(x, -1)",
+     "[torch.randn(16384, 4096)]", "mem", None),
+    ("reduction", "amax(0) 65536x1024 fp16 (column reduce)", "def forward(self, x):\n        return x.amax(0)",
+     "[torch.randn(65536, 1024).half()]", "mem", None),
+    ("scan", "cumsum 64x1048576 fp32 (chunked carry)", "def forward(self, x):\n        return x.cumsum(-1)",
+     "[torch.randn(64, 1 << 20)]", "mem", None),
+    ("scan", "cumsum dim=1 64x4096x64 bf16 (inner dim)", "def forward(self, x):\n        return x.cumsum(1)",
+     "[torch.randn(64, 4096, 64, dtype=torch.bfloat16)]", "mem", None),
+    ("pool", "max_pool2d 3x3/2 64x128x112x112 fp16", "def forward(self, x):\n        return F.max_pool2d(x, 3, 2, 1)",
+     "[torch.randn(64, 128, 112, 112).half()]", "mem", None),
+    ("gather", "embedding 65536x1024 bf16", "def __init__(self):\n        super().__init__()\n        self.e = nn.Embedding(65536, 1024).to(torch.bfloat16)\n    def forward(self, i):\n        return self.e(i)",
+     "[torch.randint(0, 65536, (32, 2048))]", "mem", None),
+    ("pool", "max_pool2d 2x2 64x128x112x112 bf16", "def forward(self, x):\n        return F.max_pool2d(x, 2)",
+     "[torch.randn(64, 128, 112, 112, dtype=torch.bfloat16)]", "mem", None),
+    ("pool", "adaptive_avg_pool2d(1) 128x512x28x28 fp32", "def forward(self, x):\n        return F.adaptive_avg_pool2d(x, 1)",
+     "[torch.randn(128, 512, 28, 28)]", "mem", None),
+    ("gather", "pad 1,1,1,1 64x128x112x112 fp16", "def forward(self, x):\n        return F.pad(x, (1, 1, 1, 1))",
+     "[torch.randn(64, 128, 112, 112).half()]", "mem", None),
+    ("loss", "mse_loss mean 8192x8192 fp32", "def forward(self, x, y):\n        return F.mse_loss(x, y)",
+     "[torch.randn(8192, 8192), torch.randn(8192, 8192)]", "mem", None),
+    ("loss", "cross_entropy 4096x65536 bf16", "def forward(self, x, t):\n        return F.cross_entropy(x, t)",
+     "[torch.randn(4096, 65536, dtype=torch.bfloat16), torch.randint(0, 65536, (4096,))]", "mem", None),
+    ("attention", "sdpa 8x16x2048x2048x128 bf16", "def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v)",
+     "[torch.randn(8, 16, 2048, 128, dtype=torch.bfloat16), torch.randn(8, 16, 2048, 128, dtype=torch.bfloat16), "
+     "torch.randn(8, 16, 2048, 128, dtype=torch.bfloat16)]", "flop",
+     lambda s: 4 * s[0][0] * s[0][1] * s[0][2] * s[1][2] * s[0][3]),
+    ("attention", "sdpa causal 8x16x2048x2048x64 fp16", "def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+     "[torch.randn(8, 16, 2048, 64).half(), torch.randn(8, 16, 2048, 64).half(), torch.randn(8, 16, 2048, 64).half()]",
+     "flop", lambda s: 2 * s[0][0] * s[0][1] * s[0][2] * s[1][2] * s[0][3]),
+    ("matmul", "mm 8192^3 bf16", "def forward(self, a, b):\n        return a @ b",
+     "[torch.randn(8192, 8192, dtype=torch.bfloat16), torch.randn(8192, 8192, dtype=torch.bfloat16)]", "flop",
+     lambda s: 2 * s[0][0] * s[0][1] * s[1][1]),
+    ("matmul", "mm 4096^3 fp16", "def forward(self, a, b):\n        return a @ b",
+     "[torch.randn(4096, 4096).half(), torch.randn(4096, 4096).half()]", "flop",
+     lambda s: 2 * s[0][0] * s[0][1] * s[1][1]),
+    ("matmul", "linear+gelu 8192x8192x8192 bf16", "def __init__(self):\n        super().__init__()\n        self.l = nn.Linear(8192, 8192).to(torch.bfloat16)\n    def forward(self, x):\n        return F.gelu(self.l(x))",
+     "[torch.randn(8192, 8192, dtype=torch.bfloat16)]", "flop", lambda s: 2 * s[0][0] * s[0][1] * s[1][0]),
+    ("matmul", "bmm 64x1024x128x1024 bf16", "def forward(self, a, b):\n        return torch.bmm(a, b)",
+     "[torch.randn(64, 1024, 128, dtype=torch.bfloat16), torch.randn(64, 128, 1024, dtype=torch.bfloat16)]", "flop",
+     lambda s: 2 * s[0][0] * s[0][1] * s[0][2] * s[1][2]),
+    ("conv", "conv2d 3x3 32x256x56x56->256 bf16", "def __init__(self):\n        super().__init__()\n        self.c = nn.Conv2d(256, 256, 3, padding=1).to(torch.bfloat16)\n    def forward(self, x):\n        return self.c(x)",
+     "[torch.randn(32, 256, 56, 56, dtype=torch.bfloat16)]", "flop",
+     lambda s: 2 * s[0][0] * 256 * s[0][1] * 9 * s[0][2] * s[0][3]),
+    ("conv", "conv2d+bn+relu 1x1 64x512x28x28 fp16", "def __init__(self):\n        super().__init__()\n        self.c = nn.Conv2d(512, 512, 1).half()\n        self.b = nn.BatchNorm2d(512).half()\n    def forward(self, x):\n        return torch.relu(self.b(self.c(x)))",
+     "[torch.randn(64, 512, 28, 28).half()]", "flop", lambda s: 2 * s[0][0] * 512 * s[0][1] * s[0][2] * s[0][3]),
+]
+
+
+def median_ms(fn, arg_sets, reps=20, warmup=3) -> float:
+    for i in range(warmup):
+        fn(*arg_sets[i % len(arg_sets)])
+    torch.cuda.synchronize()
+    times = []
+    for i in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(*arg_sets[i % len(arg_sets)])
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def ceilings() -> tuple[float, float]:
+    x = torch.randn(1 << 28, device="cuda")
+    y = torch.empty_like(x)
+    copy_ms = median_ms(lambda a: y.copy_(a), [(x,)])
+    copy_gbs = 2 * x.numel() * 4 / copy_ms / 1e6
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    mm_ms = median_ms(lambda p, q: p @ q, [(a, b)])
+    return copy_gbs, 2 * 8192 ** 3 / mm_ms / 1e9
+
+
+def spec_for(body: str, inputs: str):
+    from tilestudio.core.analyzer import analyze_graph
+    from tilestudio.core.capture_model import capture_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "case.py")
+        with open(path, "w") as f:
+            f.write(HEADER + "class Model(nn.Module):\n    " + body.replace("\n", "\n") +
+                    f"\n\n\ndef get_inputs():\n    return {inputs}\n")
+        dec = analyze_graph(capture_file(path), "case.py")
+    if len(dec.kernels) != 1:
+        raise RuntimeError(f"expected one fused kernel, got {dec.execution_order}")
+    return dec.kernels[0]
+
+
+def run_case(case, copy_gbs, mm_tflops):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import load_source
+    from tilestudio.core.kernels.checking import check_launch, launch_args, make_inputs
+
+    family, label, body, inputs, kind, flops = case
+    spec = spec_for(body, inputs)
+    src = generate_kernel(spec)
+    if src.skeleton:
+        return [family, label, "skeleton", "", "", "", ""]
+    ns = load_source(src)
+    check = check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=3)
+    sets = []
+    for seed in range(3):
+        ins = make_inputs(spec, "cuda", seed, _index_inputs(spec))
+        sets.append(launch_args(spec, ns, src.prepare_name, ins))
+    ms = median_ms(ns[src.launch_name], sets)
+    ref_ns = {"torch": torch, "math": math}
+    exec(spec.reference, ref_ns)  # noqa: S102
+    ref_sets = [make_inputs(spec, "cuda", s, _index_inputs(spec)) for s in range(3)]
+    eager_ms = median_ms(ref_ns[spec.reference_name], ref_sets)
+    if kind == "mem":
+        nbytes = sum(t.numel() * t.element_size() for t in sets[0] if isinstance(t, torch.Tensor))
+        out = ns[src.launch_name](*sets[0])
+        outs = out if isinstance(out, tuple) else (out,)
+        nbytes += sum(o.numel() * o.element_size() for o in outs)
+        rate = nbytes / ms / 1e6
+        metric, frac = f"{rate:8.0f} GB/s", rate / copy_gbs
+    else:
+        shapes = [t.shape for t in spec.inputs]
+        tf = flops(shapes) / ms / 1e9
+        metric, frac = f"{tf:8.1f} TFLOP/s", tf / mm_tflops
+    return [family, label, "ok" if check.ok else f"WRONG {check.message}", f"{ms:.3f}", metric, f"{frac:.2f}",
+            f"{eager_ms / ms:.2f}x"]
+
+
+def _index_inputs(spec):
+    def make(t, gen):
+        from tilestudio.core.kernels.checking import random_input
+
+        if t.dtype in ("int64", "int32") and t.role == "activation":
+            return torch.randint(0, 65536, t.shape, generator=gen, dtype=getattr(torch, t.dtype)).cuda()
+        return random_input(t, "cuda", gen)
+    return make
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--family", default=None)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("bench/kernels.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    copy_gbs, mm_tflops = ceilings()
+    print(f"ceilings on {torch.cuda.get_device_name()}: copy {copy_gbs:.0f} GB/s, cuBLAS bf16 {mm_tflops:.0f} TFLOP/s")
+    rows = [["family", "case", "check", "ms", "achieved", "of ceiling", "vs eager"]]
+    for case in CASES:
+        if args.family and case[0] != args.family:
+            continue
+        try:
+            rows.append(run_case(case, copy_gbs, mm_tflops))
+        except Exception as exc:  # noqa: BLE001 - one case never stops the table
+            rows.append([case[0], case[1], f"ERROR {type(exc).__name__}: {str(exc)[:80]}", "", "", "", ""])
+        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

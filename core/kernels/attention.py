@@ -1,0 +1,229 @@
+"""Attention kernels: scaled_dot_product_attention as a flash-attention style cuTile kernel.
+
+One block computes a (BM, Ev) tile of the output for one (batch, head): it keeps the query tile in registers and
+loops over key/value tiles of BN positions, computing S = Q K^T with `ct.mma` (float32 accumulation), applying the
+scale, the masks and an online softmax in base 2 (running max m, running sum l, rescaled accumulator), then
+accumulating P V with `ct.mma`. Head dims are padded to powers of two (zero padding adds nothing to the dot
+products); key positions past the sequence end are masked. Supported: any sequence lengths, head dim <= 256 (value
+head dim may differ), is_causal (top-left aligned, as PyTorch: query i sees keys j <= i; key tiles past the
+diagonal are skipped), attn_mask bool (True = attend) or float (added to the scores) broadcast over batch, heads,
+queries or keys, explicit scale, grouped-query attention (enable_gqa), fused elementwise epilogues. Rows whose
+keys are all masked give 0 (PyTorch's safe softmax). dropout_p > 0 is not supported (it is random).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..specs import KernelSpec
+from .base import KernelSource, Unsupported, pow2_at_least
+from .expr import bind_args, scalar_value
+from .indexing import (SideLoader, array_param, elementwise, input_args, input_for, module, out_param,
+                       output_vars, scalar_param, split_anchor)
+
+I = "    "
+LOG2E = 1.0 / math.log(2.0)
+
+
+def _as4d(name: str, shape: list[int]) -> tuple[str, list[int]]:
+    """A 4-D (B, H, L, E) view expression of a (*batch, L, E) tensor, with its shape."""
+    r = len(shape)
+    if r == 4:
+        return name, list(shape)
+    if r == 3:
+        return f"{name}.unsqueeze(1)", [shape[0], 1, shape[1], shape[2]]
+    if r == 2:
+        return f"{name}.reshape(1, 1, {shape[0]}, {shape[1]})", [1, 1] + list(shape)
+    if r > 4:
+        lead = math.prod(shape[:-3])
+        return f"{name}.reshape({lead}, {shape[-3]}, {shape[-2]}, {shape[-1]})", [lead] + list(shape[-3:])
+    raise Unsupported(f"attention operand of rank {r}")
+
+
+def _tiles(L: int, S: int, DP: int, DVP: int, dtype: str) -> tuple[int, int]:
+    wide = max(DP, DVP)
+    if dtype == "float32":
+        bm, bn = (64, 64) if wide <= 128 else (64, 32)
+    elif wide <= 64:
+        bm, bn = 128, 128
+    elif wide <= 128:
+        bm, bn = 128, 64
+    else:
+        bm, bn = 64, 32
+    return min(bm, pow2_at_least(L, 16)), min(bn, pow2_at_least(S, 16))
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    prologue, rec, epilogue = split_anchor(spec, "attention")
+    if prologue:
+        raise Unsupported("attention with a fused prologue")
+    if rec.op != "scaled_dot_product_attention":
+        raise Unsupported(f"{rec.target}: no attention generator for this op")
+    a = bind_args(rec)
+    dropout = scalar_value(a.get("dropout_p", 0.0)) or 0.0
+    if dropout:
+        raise Unsupported("scaled_dot_product_attention with dropout_p > 0 (random)")
+    q, k, v = (input_for(spec, a.get(n), rec.target) for n in ("query", "key", "value"))
+    mask_arg = a.get("attn_mask")
+    mask = input_for(spec, mask_arg, rec.target) if isinstance(mask_arg, dict) else None
+    causal = bool(a.get("is_causal", False))
+    if mask is not None and causal:
+        raise Unsupported("attn_mask together with is_causal")
+    scale_arg = a.get("scale")
+    gqa = bool(a.get("enable_gqa", False))
+    if len(q.shape) < 2 or len(k.shape) != len(q.shape) or len(v.shape) != len(q.shape):
+        raise Unsupported("query, key and value must have the same rank >= 2")
+    L, E = q.shape[-2:]
+    S, Ek = k.shape[-2:]
+    Sv, Ev = v.shape[-2:]
+    if Ek != E or Sv != S:
+        raise Unsupported(f"key {k.shape} / value {v.shape} do not match query {q.shape}")
+    if max(E, Ev) > 256:
+        raise Unsupported(f"head dim {max(E, Ev)} > 256")
+    if q.dtype != k.dtype or q.dtype != v.dtype or q.dtype not in ("float32", "float16", "bfloat16"):
+        raise Unsupported(f"attention on {q.dtype}/{k.dtype}/{v.dtype}")
+    qv, q4 = _as4d(q.name, q.shape)
+    kv, k4 = _as4d(k.name, k.shape)
+    vv, v4 = _as4d(v.name, v.shape)
+    B, H = q4[0], q4[1]
+    Hk = k4[1]
+    if k4[0] != B or v4[:2] != k4[:2] or (Hk != H and not (gqa and Hk and H % Hk == 0)):
+        raise Unsupported(f"batch/head dims of query {q.shape}, key {k.shape}, value {v.shape}")
+    if len(q.shape) > 4 and (k.shape[:-3] != q.shape[:-3]):
+        raise Unsupported("attention batch dims differ between query and key")
+    group = H // Hk
+    scale = float(scalar_value(scale_arg)) if scale_arg is not None else 1.0 / math.sqrt(E)
+    out_shape = list(q.shape[:-1]) + [Ev]
+    if list(rec.output) != out_shape:
+        raise Unsupported(f"attention output {rec.output}, expected {out_shape}")
+    DP, DVP = pow2_at_least(E, 16), pow2_at_least(Ev, 16)
+    BM, BN = _tiles(L, S, DP, DVP, q.dtype)
+    nmb = -(-L // BM)
+    views = {q.name: qv, k.name: kv, v.name: vv}
+    mtile = None
+    if mask is not None:
+        mshape = list(mask.shape)
+        if len(mshape) > len(q.shape):
+            raise Unsupported(f"attn_mask {mshape} has more dims than the query")
+        full = [1] * (len(q.shape) - len(mshape)) + mshape
+        want = list(q.shape[:-2]) + [L, S]
+        if any(m not in (1, w) for m, w in zip(full, want)):
+            raise Unsupported(f"attn_mask {mshape} does not broadcast to {want}")
+        if len(full) > 4 and any(m != 1 for m in full[:-3]) and full[:-3] != want[:-3]:
+            raise Unsupported("attn_mask broadcast over flattened batch dims")
+        if len(full) > 4:
+            m4 = [math.prod(full[:-3])] + full[-3:]
+        elif len(full) == 4:
+            m4 = full
+        elif len(full) == 3:
+            m4 = [full[0], 1, full[1], full[2]]
+        else:
+            m4 = [1, 1] + full
+        views[mask.name] = f"{mask.name}.reshape({', '.join(map(str, m4))})"
+        mtile = m4
+    mask_bool = mask is not None and mask.dtype == "bool"
+    if mask is not None and not mask_bool and mask.dtype not in ("float32", "float16", "bfloat16"):
+        raise Unsupported(f"attn_mask of dtype {mask.dtype}")
+
+    kid = spec.id
+    qa, ka, va = array_param(q), array_param(k), array_param(v)
+    outs = [out_param(o) for o in spec.outputs]
+    lines = [f"@ct.kernel(occupancy=2)",
+             f"def {kid}_kernel({', '.join(input_args(spec) + outs)}, BM: ct.Constant[int], "
+             f"BN: ct.Constant[int], DP: ct.Constant[int], DVP: ct.Constant[int]):",
+             f"{I}pid_m = ct.bid(0)",
+             f"{I}bh = ct.bid(1)",
+             f"{I}b = bh // {H}",
+             f"{I}h = bh % {H}"]
+    hk = "h" if group == 1 else f"(h // {group})"
+    lines += [f"{I}q = ct.reshape(ct.load({qa}, index=(b, h, pid_m, 0), shape=(1, 1, BM, DP), "
+              f"padding_mode=ct.PaddingMode.ZERO), (BM, DP))",
+              f"{I}mm = (pid_m * BM + ct.arange(BM, dtype=ct.int32))[:, None]",
+              f"{I}m_i = ct.full((BM, 1), -math.inf, dtype=ct.float32)",
+              f"{I}l_i = ct.zeros((BM, 1), dtype=ct.float32)",
+              f"{I}acc = ct.zeros((BM, DVP), dtype=ct.float32)"]
+    tail = S % BN != 0
+    if causal:
+        lines.append(f"{I}n_kv = ct.cdiv(ct.minimum((pid_m + 1) * BM, {S}), BN)")
+        lines.append(f"{I}mask_from = ct.minimum((pid_m * BM) // BN, {S // BN})")
+        loop = "range(n_kv)"
+    else:
+        loop = f"range({-(-S // BN)})"
+    lines.append(f"{I}for j in {loop}:")
+    li = I + I
+    lines += [f"{li}kt = ct.reshape(ct.load({ka}, index=(b, {hk}, 0, j), shape=(1, 1, DP, BN), order=(0, 1, 3, 2), "
+              f"padding_mode=ct.PaddingMode.ZERO), (DP, BN))",
+              f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32)) * {scale * LOG2E!r}"]
+    if mask is not None:
+        bi = "b" if mtile[0] > 1 else "0"
+        hi = "h" if mtile[1] > 1 else "0"
+        ti, tm = ("pid_m", "BM") if mtile[2] > 1 else ("0", "1")
+        tj, tn = ("j", "BN") if mtile[3] > 1 else ("0", "1")
+        ma = array_param(mask)
+        lines.append(f"{li}mk = ct.reshape(ct.load({ma}, index=({bi}, {hi}, {ti}, {tj}), shape=(1, 1, {tm}, {tn}), "
+                     f"padding_mode=ct.PaddingMode.ZERO), ({tm}, {tn}))")
+        if mask_bool:
+            lines.append(f"{li}s = ct.where(ct.broadcast_to(mk, (BM, BN)), s, -math.inf)")
+        else:
+            lines.append(f"{li}s = s + ct.broadcast_to(mk.astype(ct.float32), (BM, BN)) * {LOG2E!r}")
+    if causal or tail:
+        cond = "j >= mask_from" if causal else f"j >= {S // BN}"
+        lines.append(f"{li}if {cond}:")
+        lines.append(f"{li}{I}nn = j * BN + ct.arange(BN, dtype=ct.int32)[None, :]")
+        keep = []
+        if tail:
+            keep.append(f"(nn < {S})")
+        if causal:
+            keep.append("(nn <= mm)")
+        lines.append(f"{li}{I}s = ct.where({' & '.join(keep)}, s, -math.inf)")
+    lines.append(f"{li}m_new = ct.maximum(m_i, ct.max(s, axis=1, keepdims=True))")
+    m_use = "m_new"
+    if mask is not None:  # a row can have every key masked so far: keep exp2 away from (-inf) - (-inf)
+        lines.append(f"{li}m_use = ct.where(m_new == -math.inf, 0.0, m_new)")
+        m_use = "m_use"
+    lines += [f"{li}p = ct.exp2(s - {m_use})",
+              f"{li}alpha = ct.exp2(m_i - {m_use})",
+              f"{li}l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)",
+              f"{li}vt = ct.reshape(ct.load({va}, index=(b, {hk}, j, 0), shape=(1, 1, BN, DVP), "
+              f"padding_mode=ct.PaddingMode.ZERO), (BN, DVP))",
+              f"{li}acc = ct.mma(p.astype(vt.dtype), vt, acc * alpha)",
+              f"{li}m_i = m_new"]
+    if mask is not None:
+        lines.append(f"{I}res = ct.where(l_i == 0.0, 0.0, acc / ct.where(l_i == 0.0, 1.0, l_i))")
+    else:
+        lines.append(f"{I}res = acc / l_i")
+    env = {rec.node: "res"}
+    if epilogue:
+        lines.append(f"{I}ee = ct.arange(DVP, dtype=ct.int32)[None, :]")
+        r = len(out_shape)
+        if r > 4:
+            raise Unsupported("fused epilogue on attention with more than 4 dims")
+        coords = {4: ["b", "h", "mm", "ee"], 3: ["b", "mm", "ee"], 2: ["mm", "ee"]}[r]
+        reshaped = [t.graph_value for t in spec.inputs if views.get(t.name, t.name) != t.name]
+        sides = SideLoader(spec, coords, out_shape, "(BM, DVP)", lines, I, exclude=reshaped)
+        env = elementwise(epilogue, env, sides, lines, I)
+    o4 = {}
+    for o, var in output_vars(spec, env):
+        if o.shape != out_shape:
+            raise Unsupported(f"output {o.name} {o.shape} differs from the attention output {out_shape}")
+        ov, _ = _as4d(o.name, out_shape)
+        o4[o.name] = ov
+        lines.append(f"{I}ct.store({out_param(o)}, index=(b, h, pid_m, 0), "
+                     f"tile=ct.reshape(ct.broadcast_to({var}, (BM, DVP)), (1, 1, BM, DVP)).astype({out_param(o)}.dtype))")
+    kernel = "\n".join(lines)
+
+    w = [f"def launch_{kid}({', '.join(t.name for t in spec.inputs)}):"]
+    for t in spec.inputs:
+        if t.role == "scalar":
+            w.append(f"{I}{scalar_param(t)} = {t.name}")
+        else:
+            w.append(f"{I}{array_param(t)} = {views.get(t.name, t.name if t.shape else t.name + '.reshape(1)')}")
+    for o in spec.outputs:
+        w.append(f"{I}{o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={q.name}.device)")
+        w.append(f"{I}{out_param(o)} = {o4[o.name]}")
+    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({nmb}, {B * H}, 1), {kid}_kernel, "
+             f"({', '.join(input_args(spec) + outs + [str(BM), str(BN), str(DP), str(DVP)])}))")
+    w.append(f"{I}return {', '.join(o.name for o in spec.outputs)}")
+    return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
+                  [f"flash attention: {BM} queries x {BN} keys per step, head dims padded to {DP}/{DVP}"
+                   + (", causal tile skipping" if causal else "")])

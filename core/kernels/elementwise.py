@@ -1,0 +1,278 @@
+"""The "elementwise" family: a chain of elementwise ops over any number of inputs and outputs in one pass.
+
+Layout. The kernel walks the iteration space (the broadcast of every input, output and op shape) as a flat 1D
+range, one power-of-two tile of BLOCK elements per block. Before that, dims are collapsed: output dims of size 1
+are dropped and neighbouring dims merge when every operand agrees on them (both broadcast or both full), so
+(N, C, H, W) + (C, 1, 1) becomes (N, C, H*W) with the side input's pattern (bcast, full, bcast). Then each
+operand is one of
+  - full:   same elements as the iteration space → a contiguous `ct.load` of the tile (vectorised, TMA-able);
+  - single: one element (a 0-d tensor, (1, 1, 1) ...) → loaded once and broadcast;
+  - bcast:  anything else → `ct.gather` at indices computed from the flat offsets (an integer div/mod by
+            compile-time constants per collapsed dim; these inputs are small or re-read from L2).
+Outputs are usually full (`ct.store`); an output smaller than the iteration space (a fused intermediate with
+fewer dims) is written with `ct.scatter` from the lanes whose broadcast coordinates are all zero.
+
+Inputs go through `.contiguous()` in the wrapper (a no-op when they already are), so strided and expanded
+views work; fp16/bf16/int/bool inputs are read in their own dtype and computed in float32 (bool masks stay
+bool), and results are cast to each output's dtype at the store.
+
+Block size: the smallest power of two covering tiny tensors, otherwise 1024-4096 elements growing with the size
+(fewer, fatter blocks at large sizes; enough blocks to fill the GPU at medium sizes).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..specs import KernelSpec, TensorSpec
+from .base import KernelSource, Unsupported, pow2_at_least
+from .expr import COL_INDEX, ROW_INDEX, emit_elementwise
+
+INDEX_LIMIT = 2**31 - 1  # flat offsets are int32
+_COMPUTE_DTYPES = {"float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
+
+
+def block_size(numel: int, operands: int) -> int:
+    """Elements per block: whole tensor when tiny, then 512..4096 as the tensor grows."""
+    if numel <= 512:
+        return pow2_at_least(numel, 32)
+    if numel <= 1 << 16:
+        block = 512
+    elif numel <= 1 << 20:
+        block = 1024
+    elif numel <= 1 << 23:
+        block = 2048
+    else:
+        block = 4096
+    if operands > 6:  # many live tiles per block: keep register pressure in check
+        block = min(block, 2048)
+    return block
+
+
+def _ident(text: str) -> str:
+    return re.sub(r"\W", "_", text)
+
+
+class Operand:
+    """One tensor (input or output) of the kernel, described against the collapsed iteration space."""
+
+    def __init__(self, t: TensorSpec, iter_shape: list[int]):
+        self.spec = t
+        shape = list(t.shape)
+        if len(shape) > len(iter_shape):
+            raise Unsupported(f"{t.name}: shape {shape} has more dims than the iteration space {iter_shape}")
+        aligned = [1] * (len(iter_shape) - len(shape)) + shape
+        for have, want in zip(aligned, iter_shape):
+            if have not in (1, want):
+                raise Unsupported(f"{t.name}: shape {shape} does not broadcast to {iter_shape}")
+        # per iteration dim: True when this operand varies along it
+        self.full_dims = [have == want and want != 1 for have, want in zip(aligned, iter_shape)]
+        self.pattern: list[bool] = []  # per collapsed dim
+        self.numel = math.prod(shape)
+
+    def kind(self) -> str:
+        if all(self.pattern):
+            return "full"
+        if not any(self.pattern):
+            return "single"
+        return "bcast"
+
+
+def collapse(iter_shape: list[int], operands: list[Operand]) -> list[int]:
+    """Drop size-1 dims and merge neighbours on which all operands agree; sets each operand's pattern."""
+    dims = [i for i, d in enumerate(iter_shape) if d != 1]
+    groups: list[list[int]] = []
+    for d in dims:
+        if groups and all(op.full_dims[groups[-1][-1]] == op.full_dims[d] for op in operands):
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    for op in operands:
+        op.pattern = [op.full_dims[g[0]] for g in groups]
+    return [math.prod(iter_shape[d] for d in g) for g in groups]
+
+
+def index_expr(pattern: list[bool], shape: list[int], offs: str = "offs") -> str:
+    """The flat index into a contiguous operand (with this broadcast pattern) of the element at `offs`."""
+    terms = []
+    stride = 1
+    inner = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    for i in reversed(range(len(shape))):
+        if not pattern[i]:
+            continue
+        coord = offs if inner[i] == 1 else f"({offs} // {inner[i]})"
+        if i > 0:  # the outermost coordinate needs no wrap-around (offsets past the end are masked anyway)
+            coord = f"({coord} % {shape[i]})"
+        terms.append(coord if stride == 1 else f"{coord} * {stride}")
+        stride *= shape[i]
+    return " + ".join(reversed(terms)) if terms else "0"
+
+
+def zero_coords_mask(pattern: list[bool], shape: list[int], offs: str = "offs") -> str:
+    """A bool tile: the lanes whose coordinates along the operand's broadcast dims are all zero."""
+    conds = []
+    inner = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    for i, full in enumerate(pattern):
+        if full:
+            continue
+        coord = offs if inner[i] == 1 else f"({offs} // {inner[i]})"
+        if i > 0:
+            coord = f"({coord} % {shape[i]})"
+        conds.append(f"({coord} == 0)")
+    return " & ".join(conds) if conds else "True"
+
+
+def _check_ops(spec: KernelSpec) -> None:
+    for rec in spec.ops:
+        if not rec.category.startswith("elementwise"):
+            raise Unsupported(f"{rec.target}: not an elementwise op (the elementwise family only fuses "
+                              f"elementwise ops)")
+
+
+def _iteration_shape(spec: KernelSpec, tensors: list[TensorSpec]) -> list[int]:
+    import torch
+
+    shapes = [t.shape for t in tensors] + [t.shape for t in spec.outputs] + [r.output for r in spec.ops if r.output]
+    try:
+        return [int(d) for d in torch.broadcast_shapes(*[torch.Size(s) for s in shapes])]
+    except RuntimeError as exc:
+        raise Unsupported(f"shapes do not broadcast: {shapes}") from exc
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    _check_ops(spec)
+    kid = spec.id
+    tensors = [t for t in spec.inputs if t.role != "scalar"]
+    scalars = [t for t in spec.inputs if t.role == "scalar"]
+    for t in tensors + spec.outputs:
+        if t.dtype not in _COMPUTE_DTYPES:
+            raise Unsupported(f"{t.name}: dtype {t.dtype} (elementwise kernels compute in float32)")
+    if not tensors:
+        raise Unsupported("an elementwise kernel without tensor inputs")
+    for t in scalars:
+        if not isinstance(t.value, (int, float, bool)):
+            raise Unsupported(f"scalar input {t.name}={t.value!r} is not a number")
+    iter_shape = _iteration_shape(spec, tensors)
+    numel = math.prod(iter_shape)
+    if numel > INDEX_LIMIT:
+        raise Unsupported(f"{numel} elements: more than int32 flat offsets address")
+    if numel == 0:
+        raise Unsupported("an empty iteration space")
+
+    ins = [Operand(t, iter_shape) for t in tensors]
+    outs = [Operand(t, iter_shape) for t in spec.outputs]
+    cshape = collapse(iter_shape, ins + outs)
+    block = block_size(numel, len(ins) + len(outs))
+    grid = -(-numel // block)
+
+    # ---- kernel body ----
+    by_value = {t.graph_value or t.name: op for t, op in zip(tensors, ins)}
+    scalar_by_value = {t.graph_value or t.name: t for t in scalars}
+    params = {op.spec.name: f"in_{_ident(op.spec.name)}" for op in ins}
+    out_prefix = "out"
+    while any(t.name.startswith(out_prefix) for t in spec.inputs):  # wrapper locals must not shadow arguments
+        out_prefix += "_"
+    out_params = [f"{out_prefix}_{i}" for i in range(len(outs))]
+    scalar_params = {t.graph_value or t.name: f"s_{_ident(t.name)}" for t in scalars}
+    body: list[str] = ["    pid = ct.bid(0)"]
+    need_offs = any(op.kind() == "bcast" for op in ins) or any(op.kind() != "full" for op in outs)
+    needs_index = any(r.op.rstrip("_") in ("tril", "triu") for r in spec.ops)
+    if need_offs or needs_index:
+        body.append("    offs = pid * BLOCK + ct.arange(BLOCK, dtype=ct.int32)")
+    env: dict[str, str] = {}
+    if needs_index:
+        if len(iter_shape) < 2:
+            raise Unsupported("tril/triu on fewer than 2 dims")
+        w, h = iter_shape[-1], iter_shape[-2]
+        for r in spec.ops:
+            if r.op.rstrip("_") in ("tril", "triu") and list(r.output) != iter_shape:
+                raise Unsupported(f"{r.target}: output {r.output} differs from the iteration space {iter_shape}")
+        body.append(f"    col_idx = offs % {w}")
+        body.append(f"    row_idx = (offs // {w}) % {h}")
+        env[ROW_INDEX], env[COL_INDEX] = "row_idx", "col_idx"
+
+    def load_side(value: str) -> str:
+        if value in scalar_by_value:
+            return scalar_params[value]
+        op = by_value.get(value)
+        if op is None:
+            raise Unsupported(f"operand {value} is neither a spec input nor computed by an earlier op")
+        arr = params[op.spec.name]
+        is_bool = op.spec.dtype == "bool"
+        var = f"{'eb' if is_bool else 'ld'}_{_ident(op.spec.name)}"
+        cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
+        kind = op.kind()
+        if kind == "full":
+            body.append(f"    {var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), "
+                        f"padding_mode=ct.PaddingMode.ZERO){cast}")
+        elif kind == "single":
+            body.append(f"    {var} = ct.broadcast_to(ct.load({arr}, index=(0,), shape=(1,)){cast}, (BLOCK,))")
+        else:
+            body.append(f"    {var} = ct.gather({arr}, {index_var(op.pattern)}){cast}")
+        return var
+
+    index_vars: dict[str, str] = {}
+
+    def index_var(pattern: list[bool]) -> str:
+        """A variable holding the gather/scatter index for this broadcast pattern (computed once)."""
+        expr = index_expr(pattern, cshape)
+        if expr not in index_vars:
+            index_vars[expr] = f"idx_{len(index_vars)}"
+            body.append(f"    {index_vars[expr]} = {expr}")
+        return index_vars[expr]
+
+    shapes = {(t.graph_value or t.name): t.shape for t in tensors}
+    env = emit_elementwise(list(spec.ops), env, load_side, body, "    ", shapes=shapes)
+
+    for i, (t, op) in enumerate(zip(spec.outputs, outs)):
+        value = t.graph_value or t.name
+        if value not in env:
+            raise Unsupported(f"output {t.name} ({value}) is not computed by the kernel's ops")
+        var = env[value]
+        tile = f"{var}.astype({out_params[i]}.dtype)"
+        kind = op.kind()
+        if kind == "full":
+            body.append(f"    ct.store({out_params[i]}, index=(pid,), tile={tile})")
+        elif kind == "single":
+            body.append(f"    ct.scatter({out_params[i]}, offs * 0, {tile}, mask=offs == 0)")
+        else:
+            mask = zero_coords_mask(op.pattern, cshape)
+            body.append(f"    ct.scatter({out_params[i]}, {index_var(op.pattern)}, {tile}, "
+                        f"mask={mask} & (offs < {numel}))")
+
+    # ---- module ----
+    kparams = [params[op.spec.name] for op in ins] + out_params + [scalar_params[t.graph_value or t.name]
+                                                                  for t in scalars]
+    kernel = ["@ct.kernel", f"def {kid}_kernel({', '.join(kparams)}, BLOCK: ct.Constant[int]):"] + body
+
+    args = [t.name for t in spec.inputs]
+    wrapper = [f"def launch_{kid}({', '.join(args)}):"]
+    first = tensors[0].name
+    for i, t in enumerate(spec.outputs):
+        wrapper.append(f"    {out_params[i]} = torch.empty({tuple(t.shape)!r}, dtype=torch.{t.dtype}, "
+                       f"device={first}.device)")
+    call_args = [f"{t.name}.contiguous().view(-1)" for t in tensors]
+    call_args += [f"{p}.view(-1)" for p in out_params]
+    call_args += [f"float({t.name})" for t in scalars]
+    call_args.append(f"{kid}_BLOCK")
+    wrapper.append(f"    ct.launch(torch.cuda.current_stream(), ({kid}_GRID,), {kid}_kernel, "
+                   f"({', '.join(call_args)},))")
+    ret = ", ".join(out_params)
+    wrapper.append(f"    return {ret}")
+
+    ops_text = ", ".join(r.op for r in spec.ops)
+    header = [
+        f"# elementwise: {ops_text}",
+        f"# iteration space {iter_shape} ({numel} elements) as collapsed {cshape}; "
+        f"inputs: {', '.join(f'{op.spec.name}={op.kind()}' for op in ins)}",
+        f"{kid}_BLOCK = {block}",
+        f"{kid}_GRID = {grid}",
+    ]
+    code = "\n".join(header) + "\n\n\n" + "\n".join(kernel) + "\n\n\n" + "\n".join(wrapper) + "\n"
+    notes = [f"flat 1D tiles of {block} elements, grid {grid}; collapsed shape {cshape}"]
+    bcast = [op.spec.name for op in ins if op.kind() == "bcast"]
+    if bcast:
+        notes.append(f"broadcast inputs gathered by computed index: {', '.join(bcast)}")
+    return KernelSource(spec_id=kid, family="elementwise", code=code, launch_name=f"launch_{kid}",
+                        kernel_names=[f"{kid}_kernel"], notes=notes)

@@ -1,0 +1,255 @@
+"""Helpers shared by the tensor-core generators (matmul.py, conv.py): the launch/prepare signature, side-input
+views and tile loads for fused epilogues, eval batch-norm folding, tile-size rules.
+
+A kernel tiles a *view* of its output: a tuple of view dims, each the flattened product of a group of output dims
+(a matmul's (batch..., M, N), a convolution's (N, C_out, D, H, W)). Side inputs of the epilogue (bias, residual,
+per-channel scale, mask) are passed to the kernel reshaped to the same view, with size-1 dims where they
+broadcast, and loaded for the current output tile with `ct.load` (tile size 1 / index 0 on broadcast dims), then
+broadcast to the tile shape. A side input whose broadcast pattern cannot be expressed in the view (a group of
+output dims where the input is partly 1, partly full) is expanded first, which costs one copy on the host.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..specs import KernelSpec, OpRecord, TensorSpec
+from .base import Unsupported
+
+ZERO = "ct.PaddingMode.ZERO"
+LOW_PRECISION = ("float16", "bfloat16")
+CT_DTYPES = {"float32": "ct.float32", "float16": "ct.float16", "bfloat16": "ct.bfloat16"}
+
+
+def tup(items: Sequence[Any]) -> str:
+    items = [str(i) for i in items]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def prod(xs: Sequence[int]) -> int:
+    return int(math.prod(xs)) if xs else 1
+
+
+def pow2_clamp(n: int, lo: int, hi: int) -> int:
+    p = lo
+    while p < n and p < hi:
+        p *= 2
+    return p
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def is_ref(v: Any) -> bool:
+    return isinstance(v, dict) and "ref" in v
+
+
+def check_float(spec: KernelSpec, tensors: Sequence[TensorSpec], what: str) -> None:
+    for t in tensors:
+        if t.dtype not in CT_DTYPES:
+            raise Unsupported(f"{what}: {t.name} has dtype {t.dtype} (float32/float16/bfloat16 only)")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# signature: launch(activations..., scalars..., [prepared...] | parameters...)
+
+
+@dataclass
+class Signature:
+    """Parameter names of launch_/prepare_ and how each spec input is reached from the launch wrapper."""
+
+    spec: KernelSpec
+    prepare: bool
+    prepared: list[str] = field(default_factory=list)  # names prepare_ returns (launch's trailing params)
+    host: dict[str, str] = field(default_factory=dict)  # graph value → launch-scope expression
+
+    def __post_init__(self):
+        for t in self.spec.inputs:
+            self.host[t.graph_value] = t.name
+
+    def launch_params(self) -> list[str]:
+        if not self.prepare:
+            return [t.name for t in self.spec.inputs]
+        return [t.name for t in self.spec.inputs if t.role in ("activation", "scalar")] + self.prepared
+
+    def prepare_params(self) -> list[str]:
+        return [t.name for t in self.spec.inputs if t.role in ("parameter", "buffer")]
+
+    def passthrough(self) -> list[str]:
+        """Parameters prepare_ returns unchanged (so launch_ still receives them)."""
+        params = set(self.prepare_params())
+        return [n for n in self.prepared if n in params]
+
+    def device(self) -> str:
+        for t in self.spec.inputs:
+            if t.role == "activation":
+                return f"{t.name}.device"
+        for t in self.spec.inputs:
+            if t.role != "scalar":
+                return f"{t.name}.device"
+        raise Unsupported("a kernel with no tensor input")
+
+
+def input_by_value(spec: KernelSpec) -> dict[str, TensorSpec]:
+    return {t.graph_value: t for t in spec.inputs}
+
+
+def tensor_input(spec: KernelSpec, v: Any, what: str) -> TensorSpec:
+    if not is_ref(v):
+        raise Unsupported(f"{what}: expected a tensor, got {v!r}")
+    t = input_by_value(spec).get(v["ref"])
+    if t is None or t.role == "scalar":
+        raise Unsupported(f"{what}: operand {v['ref']} is not a tensor input of the kernel")
+    return t
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# side inputs
+
+
+def side_view(shape: Sequence[int], out_shape: Sequence[int], perm: Sequence[int], groups: Sequence[Sequence[int]],
+              what: str) -> tuple[str, list[int]]:
+    """Host code suffix turning a side input of `shape` (broadcastable to `out_shape`) into the kernel's view.
+
+    `perm` orders the output dims as the view reads them; `groups[i]` lists the (original) output dims flattened
+    into view dim i. Returns (suffix such as ".reshape(1, 70)", the view shape).
+    """
+    rank = len(out_shape)
+    shape = list(shape)
+    if len(shape) > rank:
+        raise Unsupported(f"{what}: shape {shape} has more dims than the output {list(out_shape)}")
+    padded = [1] * (rank - len(shape)) + shape
+    for s, o in zip(padded, out_shape):
+        if s not in (1, o):
+            raise Unsupported(f"{what}: shape {shape} does not broadcast to {list(out_shape)}")
+    suffix = ""
+    if padded != shape:
+        suffix += f".reshape{tup(padded)}"
+    if list(perm) != list(range(rank)):
+        suffix += f".permute{tup(perm)}"
+    # dims in view order; expand groups whose pattern is mixed
+    expanded = list(padded)
+    need_expand = False
+    view = []
+    for g in groups:
+        sizes = [padded[d] for d in g]
+        full = [out_shape[d] for d in g]
+        if all(s == 1 for s in sizes):
+            view.append(1)
+        elif sizes == full:
+            view.append(prod(full))
+        else:
+            need_expand = True
+            for d in g:
+                expanded[d] = out_shape[d]
+            view.append(prod(full))
+    if need_expand:
+        suffix += f".expand{tup([expanded[d] for d in perm])}"
+    permuted = [expanded[d] for d in perm]
+    if permuted != view:
+        suffix += f".reshape{tup(view)}"
+    return suffix, view
+
+
+def load_side_lines(var: str, array: str, view_shape: Sequence[int], dims: Sequence[tuple[str, Any]],
+                    full_tile: Sequence[Any], lines: list[str], indent: str, dtype: str = "ct.float32") -> str:
+    """`var` = the side array's tile for the current output tile, broadcast to `full_tile` and cast to `dtype`.
+
+    `dims` gives, per view dim, (block index expression, tile size) for dims the kernel tiles, or
+    (coordinate expression, None) for dims a block owns one element of (batch, image, group). The loaded tile keeps
+    the tiled dims only (in order) and must then match `full_tile` up to broadcasting of size-1 dims.
+    """
+    index, shape, kept = [], [], []
+    for n, (idx, size) in zip(view_shape, dims):
+        bcast = n == 1
+        index.append("0" if bcast else idx)
+        if size is None:
+            shape.append(1)
+        else:
+            t = 1 if bcast else size
+            shape.append(t)
+            kept.append(str(t))
+    expr = f"ct.load({array}, index={tup(index)}, shape={tup(shape)}, padding_mode={ZERO})"
+    if dtype:
+        expr += f".astype({dtype})"
+    if len(kept) != len(shape):
+        expr = f"ct.reshape({expr}, {tup(kept)})"
+    full = [str(t) for t in full_tile]
+    if kept != full:
+        expr = f"ct.broadcast_to({expr}, {tup(full)})"
+    lines.append(f"{indent}{var} = {expr}")
+    return var
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# eval batch norm folding (R6)
+
+
+@dataclass
+class BatchNorm:
+    node: str
+    weight: str | None  # graph values (None when affine=False)
+    bias: str | None
+    mean: str
+    var: str
+    eps: float
+
+
+def parse_batch_norm(rec: OpRecord, anchor_node: str) -> BatchNorm:
+    from .expr import bind_args
+
+    if rec.op not in ("batch_norm", "_native_batch_norm_legit_no_training"):
+        raise Unsupported(f"{rec.target} after the anchor: only an eval-mode batch_norm folds into it")
+    a = bind_args(rec)
+    if a.get("training") is True:
+        raise Unsupported(f"{rec.target}: training-mode batch norm")
+    x = a.get("input")
+    if not is_ref(x) or x["ref"] != anchor_node:
+        raise Unsupported(f"{rec.target}: does not read the anchor's result")
+
+    def ref(name):
+        v = a.get(name)
+        if v is None or not is_ref(v):
+            return None
+        return v["ref"]
+
+    mean, var = ref("running_mean"), ref("running_var")
+    if mean is None or var is None:
+        raise Unsupported(f"{rec.target}: eval batch norm without running statistics")
+    eps = a.get("eps", 1e-5)
+    return BatchNorm(rec.node, ref("weight"), ref("bias"), mean, var, float(eps if eps is not None else 1e-5))
+
+
+def bn_fold_lines(bn: BatchNorm, names: dict[str, str], weight: str, bias: str | None, channel_dim: int,
+                  weight_rank: int, lines: list[str], indent: str = "    ") -> tuple[str, str]:
+    """Host lines folding `bn` into (weight, bias): w' = w * s along `channel_dim`, b' = (b - mean) * s + beta with
+    s = gamma / sqrt(var + eps). Runs once, in prepare_; the folded bias is float32. Returns (w', b') names."""
+    mean, var = names[bn.mean], names[bn.var]
+    lines.append(f"{indent}bn_scale = torch.rsqrt({var}.float() + {bn.eps!r})")
+    if bn.weight is not None:
+        lines.append(f"{indent}bn_scale = bn_scale * {names[bn.weight]}.float()")
+    shape = ["1"] * weight_rank
+    shape[channel_dim] = "-1"
+    lines.append(f"{indent}folded_w = ({weight}.float() * bn_scale.reshape({', '.join(shape)}))"
+                 f".to({weight}.dtype)")
+    base = f"{bias}.float()" if bias is not None else "torch.zeros_like(bn_scale)"
+    shift = f" + {names[bn.bias]}.float()" if bn.bias is not None else ""
+    lines.append(f"{indent}folded_b = ({base} - {mean}.float()) * bn_scale{shift}")
+    return "folded_w", "folded_b"
+
+
+def elementwise_ops(ops: Sequence[OpRecord], what: str) -> list[OpRecord]:
+    for rec in ops:
+        if not rec.category.startswith("elementwise"):
+            raise Unsupported(f"{rec.target} fused after the {what} is not elementwise")
+    return list(ops)
+
+
+def value_shapes(spec: KernelSpec) -> dict[str, list[int]]:
+    shapes = {t.graph_value: list(t.shape) for t in spec.inputs if t.graph_value}
+    for r in spec.ops:
+        shapes[r.node] = list(r.output)
+    return shapes

@@ -1,0 +1,224 @@
+"""Index arithmetic and code-building helpers shared by the gather-style generators (pool, gather, loss, attention).
+
+These generators compute, for every element of an output tile, the coordinates of the element(s) it reads and load
+them with `ct.gather` (which honours any strides, so strided views need no copy). The helpers here decode flat
+indices into coordinates, build broadcast-aware gather index tuples, load fused side inputs by coordinates (the
+`load_side` callback of `expr.emit_elementwise`), map spec outputs to tile variables and assemble a module.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Sequence
+
+from ..specs import KernelSpec, OpRecord, TensorSpec
+from .base import KernelSource, Unsupported
+
+
+def prod(xs: Sequence[int]) -> int:
+    return int(math.prod(xs)) if xs else 1
+
+
+def contiguous_strides(shape: Sequence[int]) -> list[int]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(int(n), 1)
+    return strides[::-1]
+
+
+def tup(items: Sequence[Any]) -> str:
+    items = [str(i) for i in items]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def is_ref(v: Any) -> bool:
+    return isinstance(v, dict) and "ref" in v
+
+
+def decode(flat: str, shape: Sequence[int], lines: list[str], indent: str, prefix: str,
+           bound_outer: bool = False) -> list[str]:
+    """Coordinates of the row-major flat index `flat` within `shape`: one expression per dim ("0" for size-1
+    dims), assigned to `<prefix><d>` variables. The outermost dim is not reduced modulo its size unless
+    `bound_outer` (out-of-range flat indices then give out-of-range coordinates, which gathers pad)."""
+    strides = contiguous_strides(shape)
+    out = []
+    for d, (n, st) in enumerate(zip(shape, strides)):
+        if n == 1:
+            out.append("0")
+            continue
+        expr = flat if st == 1 else f"({flat} // {st})"
+        if d > 0 or bound_outer:
+            expr = f"{expr} % {n}"
+        name = f"{prefix}{d}"
+        lines.append(f"{indent}{name} = {expr}")
+        out.append(name)
+    return out
+
+
+def flat_index(coords: Sequence[str], shape: Sequence[int]) -> str:
+    """The row-major flat index expression of `coords` within `shape`."""
+    terms = []
+    for c, st, n in zip(coords, contiguous_strides(shape), shape):
+        if n == 1 or c == "0":
+            continue
+        terms.append(c if st == 1 else f"{c} * {st}")
+    return " + ".join(terms) if terms else "0"
+
+
+def broadcast_index(tshape: Sequence[int], full_shape: Sequence[int], coords: Sequence[str], what: str) -> list[str]:
+    """Gather indices of a tensor of shape `tshape` broadcast (right-aligned) to `full_shape`, whose coordinates
+    are `coords`. A 0-d tensor is passed to kernels reshaped to (1,)."""
+    if not tshape:
+        return ["0"]
+    off = len(full_shape) - len(tshape)
+    if off < 0:
+        raise Unsupported(f"{what}: shape {list(tshape)} has more dims than {list(full_shape)}")
+    idx = []
+    for i, n in enumerate(tshape):
+        if n == 1:
+            idx.append("0")
+        elif n == full_shape[i + off]:
+            idx.append(coords[i + off])
+        else:
+            raise Unsupported(f"{what}: shape {list(tshape)} does not broadcast to {list(full_shape)}")
+    return idx
+
+
+def array_param(t: TensorSpec) -> str:
+    return f"a_{t.name}"
+
+
+def out_param(t: TensorSpec) -> str:
+    return f"o_{t.name}"
+
+
+def scalar_param(t: TensorSpec) -> str:
+    return f"s_{t.name}"
+
+
+class SideLoader:
+    """`load_side` for emit_elementwise: loads a spec input at the current tile's coordinates (broadcast)."""
+
+    def __init__(self, spec: KernelSpec, coords: Sequence[str], full_shape: Sequence[int], tile_shape: str,
+                 lines: list[str], indent: str, exclude: Sequence[str] = ()):
+        self.inputs = {t.graph_value: t for t in spec.inputs}
+        self.coords, self.full_shape, self.tile_shape = list(coords), list(full_shape), tile_shape
+        self.lines, self.indent, self.exclude = lines, indent, set(exclude)
+        self.count = 0
+
+    def __call__(self, value: str) -> str:
+        t = self.inputs.get(value)
+        if t is None or value in self.exclude:
+            raise Unsupported(f"fused operand {value} is neither a kernel input nor computed in the kernel")
+        if t.role == "scalar":
+            return scalar_param(t)
+        idx = broadcast_index(t.shape, self.full_shape, self.coords, f"fused operand {t.name}")
+        self.count += 1
+        var = f"sd_{t.name}_{self.count}"
+        self.lines.append(f"{self.indent}{var} = ct.broadcast_to(ct.gather({array_param(t)}, {tup(idx)})"
+                          f".astype(ct.float32), {self.tile_shape})")
+        return var
+
+
+def elementwise(ops: list[OpRecord], env: dict[str, str], load_side, lines: list[str], indent: str) -> dict:
+    if not ops:
+        return env
+    for rec in ops:
+        if not rec.category.startswith("elementwise"):
+            raise Unsupported(f"{rec.target} fused into this kernel is not elementwise")
+    from .expr import emit_elementwise
+
+    return emit_elementwise(ops, env, load_side, lines, indent)
+
+
+def tuple_items(spec: KernelSpec) -> dict[str, tuple[str, int]]:
+    """getitem values of tuple results: name → (tuple value, index), read from the spec's reference."""
+    out = {}
+    for m in re.finditer(r"^\s*(\w+) = (\w+)\[(\d+)\]\s*$", spec.reference, re.M):
+        out[m.group(1)] = (m.group(2), int(m.group(3)))
+    return out
+
+
+def split_anchor(spec: KernelSpec, category: str) -> tuple[list[OpRecord], OpRecord, list[OpRecord]]:
+    """(prologue ops, the anchor op, epilogue ops) of a spec with exactly one anchor of `category`."""
+    idx = [i for i, r in enumerate(spec.ops) if r.category == category]
+    if len(idx) != 1:
+        raise Unsupported(f"expected one {category} op in the kernel, found {len(idx)}")
+    i = idx[0]
+    return spec.ops[:i], spec.ops[i], spec.ops[i + 1:]
+
+
+def input_for(spec: KernelSpec, v: Any, what: str) -> TensorSpec:
+    if not is_ref(v):
+        raise Unsupported(f"{what}: expected a tensor argument, got {v!r}")
+    for t in spec.inputs:
+        if t.graph_value == v["ref"]:
+            return t
+    raise Unsupported(f"{what}: tensor {v['ref']} is not a kernel input")
+
+
+def module(spec: KernelSpec, kernels: list[str], wrapper: str, kernel_names: list[str],
+           notes: list[str] | None = None) -> KernelSource:
+    code = "\n\n".join(k.rstrip("\n") + "\n" for k in kernels) + "\n\n" + wrapper.rstrip("\n") + "\n"
+    return KernelSource(spec_id=spec.id, family=spec.family, code=code, launch_name=f"launch_{spec.id}",
+                        kernel_names=kernel_names, notes=notes or [])
+
+
+def wrapper_head(spec: KernelSpec, lines: list[str]) -> str:
+    """`def launch_<id>(...)` plus the array/scalar argument bindings; returns the device expression."""
+    params = ", ".join(t.name for t in spec.inputs)
+    lines.append(f"def launch_{spec.id}({params}):")
+    device = None
+    for t in spec.inputs:
+        if t.role == "scalar":
+            lines.append(f"    {scalar_param(t)} = {t.name}")
+            continue
+        device = device or f"{t.name}.device"
+        view = f"{t.name}.reshape(1)" if not t.shape else t.name
+        lines.append(f"    {array_param(t)} = {view}")
+    if device is None:
+        raise Unsupported("a kernel with no tensor input")
+    return device
+
+
+def alloc_outputs(spec: KernelSpec, device: str, lines: list[str]) -> None:
+    for o in spec.outputs:
+        lines.append(f"    {o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={device})")
+
+
+def ret_outputs(spec: KernelSpec) -> str:
+    names = [o.name for o in spec.outputs]
+    return f"    return {names[0]}" if len(names) == 1 else f"    return {', '.join(names)}"
+
+
+def input_args(spec: KernelSpec, skip: Sequence[str] = ()) -> list[str]:
+    """Kernel arguments / parameters for every spec input (arrays then scalars in spec order)."""
+    return [array_param(t) if t.role != "scalar" else scalar_param(t) for t in spec.inputs if t.name not in skip]
+
+
+def output_vars(spec: KernelSpec, env: dict[str, str]) -> list[tuple[TensorSpec, str]]:
+    """Each spec output with the tile variable holding it (tuple elements resolved through the reference)."""
+    items = tuple_items(spec)
+    out = []
+    for o in spec.outputs:
+        gv = o.graph_value or o.name
+        var = env.get(gv)
+        if var is None and o.name in items:
+            src, i = items[o.name]
+            var = env.get(f"{src}[{i}]")
+        if var is None:
+            raise Unsupported(f"output {o.name} is not computed by this kernel's generator")
+        out.append((o, var))
+    return out
+
+
+def register_tuple_items(spec: KernelSpec, env: dict[str, str], node: str, elements: Sequence[str | None]) -> None:
+    """Make the tuple elements of `node` visible in env both as `node[i]` and under their getitem names."""
+    for i, var in enumerate(elements):
+        if var is not None:
+            env[f"{node}[{i}]"] = var
+    for name, (src, i) in tuple_items(spec).items():
+        if src == node and i < len(elements) and elements[i] is not None:
+            env[name] = elements[i]

@@ -1,0 +1,609 @@
+"""Matmul-family kernels: linear, matmul (every rank combination), mm, bmm, addmm, baddbmm, addbmm, einsum (forms
+that are a batched GEMM), mv, addmv, dot, vdot, outer — with the fused elementwise epilogue and eval batch norm
+folded into a linear's weights (R6).
+
+Every anchor is parsed into one logical GEMM  out[batch..., m, n] = sum_k A[batch..., m, k] * B[batch..., k, n]:
+A and B are host views of the inputs (permute/reshape only; transposed storage is read in place, see below),
+each batch dim either matches the output's or is 1 (broadcast: the kernel reads batch index 0). When B has no
+batch and nothing in the epilogue breaks the row structure, the batch dims fold into M (one big GEMM).
+
+The kernel: one (BM, BN) output tile per block, blocks ordered in groups of GROUP_M tile rows so that blocks
+running together share A and B tiles in L2, batch on the second grid dim. The K loop loads (BM, BK) and (BK, BN)
+tiles with zero padding (ragged M, N, K need no special case) and accumulates on tensor cores with `ct.mma`
+into float32. An operand stored transposed (a `.t()` weight, a `.transpose(-1, -2)` view from glue) is
+detected at launch from its strides and loaded with a transposed `order`, without a copy. fp16/bf16 inputs run
+at full tensor-core rate; float32 inputs use float32 `mma` (not TF32: the checker's float32 tolerance is 2e-3,
+which TF32's 10-bit mantissa does not meet for long K). The epilogue (alpha/beta, bias, folded batch norm, the
+fused elementwise ops) runs on the float32 accumulator; each output is cast to its dtype on store.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+
+from ..specs import KernelSpec, OpRecord, TensorSpec
+from .base import KernelSource, Unsupported
+from .gemm_common import (CT_DTYPES, LOW_PRECISION, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv,
+                          check_float, elementwise_ops, is_ref, load_side_lines, parse_batch_norm, pow2_clamp,
+                          prod, side_view, tensor_input, tup, value_shapes)
+
+ANCHORS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "mv", "addmv", "dot", "vdot",
+           "outer", "ger"}
+GROUP_M = 8
+NUM_SMS = 132  # H200; only used to avoid launching far fewer blocks than SMs
+MAX_GRID_Y = 65535
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the logical GEMM
+
+
+@dataclass
+class Operand:
+    """A GEMM operand as dims of one input: rows/cols form the matrix, batch[j] is the input dim matching output
+    batch dim j (None where the input has none, i.e. broadcast)."""
+
+    value: str  # graph value
+    shape: list[int]
+    batch: list[int | None]
+    rows: list[int]
+    cols: list[int]
+
+    @property
+    def R(self) -> int:
+        return prod([self.shape[d] for d in self.rows])
+
+    @property
+    def C(self) -> int:
+        return prod([self.shape[d] for d in self.cols])
+
+    def batch_sizes(self) -> list[int]:
+        return [1 if d is None else self.shape[d] for d in self.batch]
+
+    def host(self, name: str, fold: bool) -> str:
+        """Host expression of this operand's view: (batch..., R, C), or (R', C) with batch folded into rows."""
+        present = [d for d in self.batch if d is not None]
+        if fold:
+            perm = present + self.rows + self.cols
+            rows = prod([self.shape[d] for d in present]) * self.R
+            view = [rows, self.C]
+        else:
+            perm = present + self.rows + self.cols
+            view = self.batch_sizes() + [self.R, self.C]
+        expr = name
+        if perm != list(range(len(self.shape))):
+            expr += f".permute{tup(perm)}"
+        permuted = [self.shape[d] for d in perm]
+        if permuted != view:
+            expr += f".reshape{tup(view)}"
+        return expr
+
+
+@dataclass
+class Gemm:
+    out_shape: list[int]
+    ob: list[int]  # output dims: batch, M, N groups
+    om: list[int]
+    on: list[int]
+    a: Operand
+    b: Operand
+    alpha: float = 1.0
+    beta: float = 1.0
+    addend: str | None = None  # graph value added as beta * addend (bias / addmm input)
+    reduce_batch: bool = False  # addbmm: sum over the operands' batch dim
+    fold: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def M(self) -> int:
+        return self.view_shape[-2]
+
+    @property
+    def N(self) -> int:
+        return self.view_shape[-1]
+
+    @property
+    def K(self) -> int:
+        return self.a.C
+
+    @property
+    def batch_shape(self) -> list[int]:
+        return [] if self.fold else [self.out_shape[d] for d in self.ob]
+
+    @property
+    def view_shape(self) -> list[int]:
+        if self.fold:
+            return [prod([self.out_shape[d] for d in self.ob]) * prod([self.out_shape[d] for d in self.om]),
+                    prod([self.out_shape[d] for d in self.on])]
+        return self.batch_shape + [prod([self.out_shape[d] for d in self.om]),
+                                   prod([self.out_shape[d] for d in self.on])]
+
+    @property
+    def perm(self) -> list[int]:
+        return self.ob + self.om + self.on
+
+    @property
+    def groups(self) -> list[list[int]]:
+        if self.fold:
+            return [self.ob + self.om, self.on]
+        return [[d] for d in self.ob] + [self.om, self.on]
+
+
+def _vector(value: str, shape: list[int], as_rows: bool) -> Operand:
+    return Operand(value, shape, [], [0] if as_rows else [], [] if as_rows else [0])
+
+
+def _matmul_operands(av: str, a: list[int], bv: str, b: list[int], out: list[int]) -> Gemm:
+    """torch.matmul semantics for every rank combination."""
+    ra, rb, ro = len(a), len(b), len(out)
+    if ra == 0 or rb == 0:
+        raise Unsupported("matmul of a 0-d tensor")
+    if ra == 1 and rb == 1:
+        return Gemm(out, [], [], [], _vector(av, a, False), _vector(bv, b, True))
+    if rb == 1:  # (..., M, K) @ (K,) -> (..., M)
+        A = Operand(av, a, [], list(range(ra - 1)), [ra - 1])
+        return Gemm(out, [], list(range(ro)), [], A, _vector(bv, b, True))
+    if ra == 1:  # (K,) @ (..., K, N) -> (..., N)
+        nb = rb - 2
+        B = Operand(bv, b, list(range(nb)), [rb - 2], [rb - 1])
+        A = Operand(av, a, [None] * nb, [], [0])
+        return Gemm(out, list(range(nb)), [], [ro - 1], A, B)
+    nb = ro - 2
+    A = Operand(av, a, [None] * (nb - (ra - 2)) + list(range(ra - 2)), [ra - 2], [ra - 1])
+    B = Operand(bv, b, [None] * (nb - (rb - 2)) + list(range(rb - 2)), [rb - 2], [rb - 1])
+    return Gemm(out, list(range(nb)), [ro - 2], [ro - 1], A, B)
+
+
+def _einsum(eq: str, av: str, a: list[int], bv: str, b: list[int], out: list[int]) -> Gemm:
+    eq = eq.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->")
+    else:
+        lhs, rhs = eq, None
+    terms = lhs.split(",")
+    if len(terms) != 2:
+        raise Unsupported(f"einsum {eq!r}: only two operands form a matmul")
+    used = set(c for c in eq if c.isalpha())
+    spare = [c for c in string.ascii_uppercase + string.ascii_lowercase if c not in used]
+
+    def expand(term: str, rank: int, nell: int) -> str:
+        if "..." not in term:
+            return term
+        k = rank - (len(term) - 3)
+        return term.replace("...", "".join(spare[nell - k:nell]))
+
+    nell = max(len(a) - (len(terms[0]) - 3) if "..." in terms[0] else 0,
+               len(b) - (len(terms[1]) - 3) if "..." in terms[1] else 0)
+    ta, tb = expand(terms[0], len(a), nell), expand(terms[1], len(b), nell)
+    if rhs is None:
+        counts = {c: (ta + tb).count(c) for c in ta + tb}
+        rhs = "".join(sorted(c for c in counts if counts[c] == 1))
+    else:
+        rhs = rhs.replace("...", "".join(spare[:nell]))
+    if len(ta) != len(a) or len(tb) != len(b) or len(rhs) != len(out):
+        raise Unsupported(f"einsum {eq!r}: subscripts do not match the operand ranks")
+    for t in (ta, tb, rhs):
+        if len(set(t)) != len(t):
+            raise Unsupported(f"einsum {eq!r}: a repeated subscript (diagonal/trace) is not a matmul")
+    sa, sb, so = set(ta), set(tb), set(rhs)
+    for c in sa | sb:
+        if c not in so and not (c in sa and c in sb):
+            raise Unsupported(f"einsum {eq!r}: subscript {c!r} is summed over one operand only")
+    for c in so:
+        if c not in sa and c not in sb:
+            raise Unsupported(f"einsum {eq!r}: output subscript {c!r} is in no operand")
+    batch = [c for c in rhs if c in sa and c in sb]
+    ms = [c for c in rhs if c in sa and c not in sb]
+    ns = [c for c in rhs if c in sb and c not in sa]
+    ks = [c for c in ta if c in sb and c not in so]
+    for c in batch:
+        ea, eb, eo = a[ta.index(c)], b[tb.index(c)], out[rhs.index(c)]
+        if ea not in (1, eo) or eb not in (1, eo):
+            raise Unsupported(f"einsum {eq!r}: batch dim {c!r} sizes {ea}, {eb} -> {eo}")
+    for c in ks:
+        if a[ta.index(c)] != b[tb.index(c)]:
+            raise Unsupported(f"einsum {eq!r}: contracted dim {c!r} broadcasts")
+    A = Operand(av, a, [ta.index(c) for c in batch], [ta.index(c) for c in ms], [ta.index(c) for c in ks])
+    B = Operand(bv, b, [tb.index(c) for c in batch], [tb.index(c) for c in ks], [tb.index(c) for c in ns])
+    return Gemm(out, [rhs.index(c) for c in batch], [rhs.index(c) for c in ms], [rhs.index(c) for c in ns], A, B)
+
+
+def parse_anchor(spec: KernelSpec, rec: OpRecord) -> Gemm:
+    from .expr import bind_args
+
+    op = rec.op.rstrip("_") if rec.op.endswith("_") and rec.op.rstrip("_") in ANCHORS else rec.op
+    a = bind_args(rec)
+    out = list(rec.output)
+    what = rec.target
+
+    def t(name):
+        return tensor_input(spec, a.get(name), f"{what} argument {name}")
+
+    def num(name, default):
+        v = a.get(name, default)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        if v is None:
+            return float(default)
+        raise Unsupported(f"{what}: non-literal {name}={v!r}")
+
+    if op == "linear":
+        x, w = t("input"), t("weight")
+        if len(w.shape) != 2:
+            raise Unsupported(f"{what}: weight of rank {len(w.shape)}")
+        rx = len(x.shape)
+        A = Operand(x.graph_value, x.shape, [], list(range(rx - 1)), [rx - 1])
+        B = Operand(w.graph_value, w.shape, [], [1], [0])
+        g = Gemm(out, [], list(range(len(out) - 1)), [len(out) - 1], A, B)
+        bias = a.get("bias")
+        if bias is not None:
+            g.addend = tensor_input(spec, bias, f"{what} bias").graph_value
+        return g
+    if op in ("matmul", "mm", "bmm", "dot", "vdot", "mv"):
+        names = {"matmul": ("self", "other"), "mm": ("self", "mat2"), "bmm": ("self", "mat2"),
+                 "dot": ("self", "tensor"), "vdot": ("self", "other"), "mv": ("self", "vec")}[op]
+        x, y = t(names[0]), t(names[1])
+        return _matmul_operands(x.graph_value, x.shape, y.graph_value, y.shape, out)
+    if op in ("addmm", "baddbmm", "addbmm", "addmv"):
+        names = {"addmm": ("mat1", "mat2"), "baddbmm": ("batch1", "batch2"), "addbmm": ("batch1", "batch2"),
+                 "addmv": ("mat", "vec")}[op]
+        x, y = t(names[0]), t(names[1])
+        inp = t("self")
+        if op == "addbmm":
+            A = Operand(x.graph_value, x.shape, [0], [1], [2])
+            B = Operand(y.graph_value, y.shape, [0], [1], [2])
+            g = Gemm(out, [], [0], [1], A, B, reduce_batch=True)
+        else:
+            g = _matmul_operands(x.graph_value, x.shape, y.graph_value, y.shape, out)
+        g.alpha, g.beta = num("alpha", 1.0), num("beta", 1.0)
+        g.addend = inp.graph_value if g.beta != 0.0 else None
+        return g
+    if op in ("outer", "ger"):
+        x, y = t("self"), t("vec2")
+        return Gemm(out, [], [0], [1], Operand(x.graph_value, x.shape, [], [0], []),
+                    Operand(y.graph_value, y.shape, [], [], [0]))
+    if op == "einsum":
+        eq, ops = a.get("equation"), a.get("tensors")
+        if not isinstance(eq, str) or not isinstance(ops, list) or len(ops) != 2:
+            raise Unsupported(f"{what}: only two-operand einsum forms a matmul")
+        x, y = (tensor_input(spec, v, f"{what} operand") for v in ops)
+        return _einsum(eq, x.graph_value, x.shape, y.graph_value, y.shape, out)
+    raise Unsupported(f"{what}: not a matmul this generator knows")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tiles
+
+
+def choose_tiles(M: int, N: int, K: int, batch: int, low: bool) -> tuple[int, int, int]:
+    """Deterministic tile table: 128x128x64 for large fp16/bf16 problems, 64x64x32 for float32 (float32 mma
+    tiles beyond that spill and take minutes to compile), shrunk to the problem (powers of two, >= 16), halving
+    the larger of BM/BN while the grid would leave most SMs idle."""
+    if low:
+        bm, bn, bk = pow2_clamp(M, 16, 128), pow2_clamp(N, 16, 128), pow2_clamp(K, 16, 64)
+    else:
+        bm, bn, bk = pow2_clamp(M, 16, 64), pow2_clamp(N, 16, 64), pow2_clamp(K, 16, 32)
+    while cdiv(M, bm) * cdiv(N, bn) * batch < NUM_SMS // 2 and max(bm, bn) > 64:
+        if bm >= bn:
+            bm //= 2
+        else:
+            bn //= 2
+    return bm, bn, bk
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# code generation
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    idx = [i for i, r in enumerate(spec.ops) if r.category == "matmul"]
+    if len(idx) != 1:
+        raise Unsupported(f"expected one matmul op in the kernel, found {len(idx)}")
+    anchor = spec.ops[idx[0]]
+    rest = spec.ops[:idx[0]] + spec.ops[idx[0] + 1:]
+    bn: BatchNorm | None = None
+    if idx[0] + 1 < len(spec.ops) and spec.ops[idx[0] + 1].category == "normalization":
+        bn = parse_batch_norm(spec.ops[idx[0] + 1], anchor.node)
+        rest = [r for r in rest if r.node != bn.node]
+        if anchor.op != "linear":
+            raise Unsupported(f"batch norm folded into {anchor.op} (only a linear's weights fold)")
+    epilogue = elementwise_ops(rest, anchor.op)
+    g = parse_anchor(spec, anchor)
+    return _Builder(spec, anchor, g, bn, epilogue).build()
+
+
+class _Builder:
+    def __init__(self, spec: KernelSpec, anchor: OpRecord, g: Gemm, bn: BatchNorm | None, epilogue: list[OpRecord]):
+        self.spec, self.anchor, self.g, self.bn, self.epilogue = spec, anchor, g, bn, epilogue
+        self.inputs = {t.graph_value: t for t in spec.inputs}
+        self.shapes = value_shapes(spec)
+        self.sides: list[tuple[str, str, str, list[int]]] = []  # (kernel param, host expr, graph value, view)
+        self.side_vars: dict[str, str] = {}
+        self.scalars: list[tuple[str, str]] = []  # (kernel param, host expr)
+        self.kid = spec.id
+
+    # ---- checks and plan ----------------------------------------------------------------------------------
+    def plan(self) -> None:
+        g, spec = self.g, self.spec
+        for o in spec.outputs:
+            if list(o.shape) != g.out_shape:
+                raise Unsupported(f"output {o.name} has shape {o.shape}, the matmul's is {g.out_shape}")
+        ta, tb = self.inputs[g.a.value], self.inputs[g.b.value]
+        check_float(spec, [ta, tb], self.anchor.target)
+        self.mma_dtype = None if ta.dtype == tb.dtype else "ct.float32"
+        self.low = ta.dtype in LOW_PRECISION and tb.dtype in LOW_PRECISION
+        # fold the batch into M when B has no batch and every side input keeps the rows intact
+        if g.ob and not g.reduce_batch and all(s == 1 for s in g.b.batch_sizes()) and \
+                all(s != 1 or self.g.out_shape[d] == 1 for s, d in zip(g.a.batch_sizes(), g.ob)):
+            g.fold = True
+            for value in self._side_values():
+                shape = self.shapes.get(value)
+                if shape is None:
+                    continue
+                rank = len(g.out_shape)
+                padded = [1] * (rank - len(shape)) + list(shape)
+                rows = [padded[d] for d in g.ob + g.om]
+                full = [g.out_shape[d] for d in g.ob + g.om]
+                if not (all(r == 1 for r in rows) or rows == full):
+                    g.fold = False
+                    break
+        self.batch = prod(g.batch_shape)
+        if self.batch > MAX_GRID_Y:
+            raise Unsupported(f"batch of {self.batch} matmuls exceeds the grid's second dimension")
+        self.out_view = g.view_shape
+        self._check_out_view()
+        self.tile_m, self.tile_n, self.tile_k = choose_tiles(g.M, g.N, g.K, self.batch, self.low)
+
+    def _side_values(self) -> list[str]:
+        env = {self.anchor.node} | ({self.bn.node} if self.bn else set())
+        values = []
+        if self.g.addend:
+            values.append(self.g.addend)
+        for r in self.epilogue:
+            env.add(r.node)
+            for v in r.args + list(r.kwargs.values()):
+                for ref in _refs(v):
+                    if ref not in env and ref in self.inputs:
+                        values.append(ref)
+        return values
+
+    def _check_out_view(self) -> None:
+        import torch
+
+        g = self.g
+        meta = torch.empty(g.out_shape, device="meta")
+        try:
+            meta.permute(g.perm).view(self.out_view)
+        except RuntimeError:
+            raise Unsupported(f"output layout {g.out_shape} with dim order {g.perm} is not a view of the GEMM "
+                              f"result") from None
+
+    # ---- signature --------------------------------------------------------------------------------------
+    def signature(self) -> Signature:
+        sig = Signature(self.spec, prepare=self.bn is not None)
+        if self.bn is not None:
+            w = self.inputs[self.g.b.value]
+            consumed = {self.g.b.value, self.bn.mean, self.bn.var, self.bn.weight, self.bn.bias, self.g.addend}
+            for v in consumed:
+                if v is not None and (v not in self.inputs or self.inputs[v].role not in ("parameter", "buffer")):
+                    raise Unsupported("batch norm folding needs the linear's weight, bias and the batch norm "
+                                      "statistics to be parameters/buffers")
+            sig.prepared = ["folded_w", "folded_b"]
+            sig.prepared += [t.name for t in self.spec.inputs if t.role in ("parameter", "buffer")
+                             and t.graph_value not in consumed]
+            sig.host[w.graph_value] = "folded_w"
+            self.folded_bias = "folded_b"
+        return sig
+
+    # ---- kernel -----------------------------------------------------------------------------------------
+    def load_side(self, value: str) -> str:
+        if value in self.side_vars:
+            return self.side_vars[value]
+        t = self.inputs.get(value)
+        if t is None:
+            raise Unsupported(f"fused operand {value} is neither a kernel input nor computed in the kernel")
+        if t.role == "scalar":
+            name = f"sc{len(self.scalars)}"
+            self.scalars.append((name, f"float({self.sig.host[value]})"))
+            self.side_vars[value] = name
+            return name
+        host = self.sig.host[value]
+        return self._side(host, t.shape, value)
+
+    def _side(self, host: str, shape: list[int], key: str) -> str:
+        g = self.g
+        suffix, view = side_view(shape, g.out_shape, g.perm, g.groups, f"fused operand {key}")
+        param = f"S{len(self.sides)}"
+        self.sides.append((param, host + suffix, key, view))
+        var = f"side{len(self.sides) - 1}"
+        nb = len(view) - 2
+        dims = [(f"z{j}", None) for j in range(nb)] + [("bm", "BM"), ("bn", "BN")]
+        load_side_lines(var, param, view, dims, ["BM", "BN"], self.body, "    ")
+        self.side_vars[key] = var
+        return var
+
+    def kernel_body(self) -> list[str]:
+        g = self.g
+        self.body: list[str] = []
+        L = self.body.append
+        nb = len(g.batch_shape)
+        O0 = "O0"
+        L("    pid = ct.bid(0)")
+        L(f"    M = {O0}.shape[{nb}]")
+        L(f"    N = {O0}.shape[{nb + 1}]")
+        ra = 1 if g.reduce_batch else nb  # index of A's row dim
+        L(f"    K = A.shape[{ra}] if TRANS_A else A.shape[{ra + 1}]")
+        L("    tiles_m = ct.cdiv(M, BM)")
+        L("    tiles_n = ct.cdiv(N, BN)")
+        L("    width = GROUP_M * tiles_n")
+        L("    first_m = (pid // width) * GROUP_M")
+        L("    rows = ct.minimum(tiles_m - first_m, GROUP_M)")
+        L("    bm = first_m + (pid % width) % rows")
+        L("    bn = (pid % width) // rows")
+        # batch coordinates (row-major over the output's batch dims)
+        if nb:
+            L("    rest = ct.bid(1)")
+            for j in reversed(range(nb)):
+                size = g.batch_shape[j]
+                if j == 0:
+                    L(f"    z{j} = rest")
+                elif size == 1:
+                    L(f"    z{j} = 0")
+                else:
+                    L(f"    z{j} = rest % {O0}.shape[{j}]")
+                    L(f"    rest = rest // {O0}.shape[{j}]")
+        za = [f"z{j}" if s != 1 else "0" for j, s in enumerate(g.a.batch_sizes())] if nb else []
+        zb = [f"z{j}" if s != 1 else "0" for j, s in enumerate(g.b.batch_sizes())] if nb else []
+        if g.reduce_batch:
+            za, zb = ["bb"], ["bb"]
+        L("    acc = ct.zeros((BM, BN), dtype=ct.float32)")
+        ind = "    "
+        if g.reduce_batch:
+            L("    for bb in range(A.shape[0]):")
+            ind = "        "
+        L(f"{ind}for kt in range(ct.cdiv(K, BK)):")
+        ind2 = ind + "    "
+        self._operand_load(ind2, "a", "A", "TRANS_A", za, "bm", "kt", "BM", "BK")
+        self._operand_load(ind2, "b", "B", "TRANS_B", zb, "kt", "bn", "BK", "BN")
+        cast = f".astype({self.mma_dtype})" if self.mma_dtype else ""
+        L(f"{ind2}acc = ct.mma(a{cast}, b{cast}, acc)")
+        # epilogue
+        val = "acc"
+        if g.alpha != 1.0:
+            L(f"    acc = acc * {g.alpha!r}")
+        if g.addend is not None or self.bn is not None:
+            if self.bn is not None:
+                side = self._side(self.folded_bias, [g.N], "__folded_bias__")
+            else:
+                side = self.load_side(g.addend)
+            term = side if g.beta == 1.0 else f"{side} * {g.beta!r}"
+            L(f"    acc = acc + {term}")
+        env = {self.anchor.node: val}
+        if self.bn is not None:
+            env[self.bn.node] = val
+        if any(r.op.rstrip("_") in ("tril", "triu") for r in self.epilogue):
+            self._index_tiles(env)
+        if self.epilogue:
+            from .expr import emit_elementwise
+
+            emit_elementwise(self.epilogue, env, self.load_side, self.body, "    ", shapes=self.shapes)
+        for i, o in enumerate(self.spec.outputs):
+            var = env.get(o.graph_value)
+            if var is None:
+                raise Unsupported(f"output {o.name} is not computed by this kernel")
+            tile = f"{var}.astype(O{i}.dtype)"
+            if nb:
+                tile = f"ct.reshape({tile}, {tup(['1'] * nb + ['BM', 'BN'])})"
+            index = tup([f"z{j}" for j in range(nb)] + ["bm", "bn"])
+            L(f"    ct.store(O{i}, index={index}, tile={tile})")
+        return self.body
+
+    def _operand_load(self, ind: str, var: str, arr: str, trans: str, z: list[str], i0: str, i1: str,
+                      s0: str, s1: str) -> None:
+        L = self.body.append
+        r = len(z)
+        index = tup(z + [i0, i1])
+        shape = tup(["1"] * r + [s0, s1])
+        order = tup(list(range(r)) + [r + 1, r])
+        L(f"{ind}if {trans}:")
+        L(f"{ind}    {var} = ct.load({arr}, index={index}, shape={shape}, order={order}, padding_mode={ZERO})")
+        L(f"{ind}else:")
+        L(f"{ind}    {var} = ct.load({arr}, index={index}, shape={shape}, padding_mode={ZERO})")
+        if r:
+            L(f"{ind}{var} = ct.reshape({var}, ({s0}, {s1}))")
+
+    def _index_tiles(self, env: dict[str, str]) -> None:
+        from .expr import COL_INDEX, ROW_INDEX
+
+        g = self.g
+        rank = len(g.out_shape)
+        if rank < 2 or g.on != [rank - 1] or not (g.ob + g.om) or (g.ob + g.om)[-1] != rank - 2:
+            return
+        L = self.body.append
+        rows = "(bm * BM + ct.arange(BM, dtype=ct.int32))"
+        if g.fold or len(g.om) > 1:
+            rows = f"({rows} % {g.out_shape[-2]})"
+        L(f"    row_idx = ct.broadcast_to(ct.reshape({rows}, (BM, 1)), (BM, BN))")
+        L("    col_idx = ct.broadcast_to(ct.reshape(bn * BN + ct.arange(BN, dtype=ct.int32), (1, BN)), (BM, BN))")
+        env[ROW_INDEX], env[COL_INDEX] = "row_idx", "col_idx"
+
+    # ---- assembly ---------------------------------------------------------------------------------------
+    def build(self) -> KernelSource:
+        self.plan()
+        self.sig = self.signature()
+        body = self.kernel_body()
+        g, kid, spec = self.g, self.kid, self.spec
+        outs = [f"O{i}" for i in range(len(spec.outputs))]
+        params = ["A", "B"] + outs + [p for p, *_ in self.sides] + [p for p, _ in self.scalars]
+        consts = ["TRANS_A", "TRANS_B", "BM", "BN", "BK", "GROUP_M"]
+        sig_params = params + [f"{c}: ct.Constant[{'bool' if c.startswith('TRANS') else 'int'}]" for c in consts]
+        head = [f"@ct.kernel", f"def {kid}_kernel({', '.join(sig_params)}):",
+                f'    """{self.anchor.op} as a {"batched " if g.batch_shape else ""}GEMM: ({g.M} x {g.K}) @ '
+                f'({g.K} x {g.N}){f" x {prod(g.batch_shape)}" if g.batch_shape else ""}, fused epilogue."""']
+        kernel = "\n".join(head + body) + "\n"
+
+        w: list[str] = []
+        W = w.append
+        if self.sig.prepare:
+            W(f"def prepare_{kid}({', '.join(self.sig.prepare_params())}):")
+            names = {t.graph_value: t.name for t in spec.inputs}
+            wt = self.inputs[g.b.value]
+            bias = names[g.addend] if g.addend else None
+            lines: list[str] = []
+            bn_fold_lines(self.bn, names, wt.name, bias, 0, 2, lines)
+            w.extend(lines)
+            W(f"    return {tup(['folded_w.contiguous()', 'folded_b.contiguous()'] + self.sig.passthrough())}")
+            W("")
+            W("")
+        W(f"def {kid}_operand(t):")
+        W('    """(array, transposed): the matrix as stored, read with a transposed order when it is column-major."""')
+        W("    if t.shape[-1] != 1 and t.stride(-1) == 1:")
+        W("        return t, False")
+        W("    if t.shape[-2] != 1 and t.stride(-2) == 1:")
+        W("        return t.transpose(-1, -2), True")
+        W("    return t.contiguous(), False")
+        W("")
+        W("")
+        W(f"def launch_{kid}({', '.join(self.sig.launch_params())}):")
+        dev = self.sig.device()
+        for i, o in enumerate(spec.outputs):
+            W(f"    {o.name} = torch.empty({tup(o.shape)}, dtype=torch.{o.dtype}, device={dev})")
+        host = self.sig.host
+        W(f"    a, trans_a = {kid}_operand({g.a.host(host[g.a.value], g.fold)})")
+        W(f"    b, trans_b = {kid}_operand({g.b.host(host[g.b.value], False if not g.fold else True)})")
+        out_args = []
+        for o in spec.outputs:
+            expr = o.name
+            if g.perm != list(range(len(g.out_shape))):
+                expr += f".permute{tup(g.perm)}"
+            if [g.out_shape[d] for d in g.perm] != self.out_view:
+                expr += f".view{tup(self.out_view)}"
+            out_args.append(expr)
+        side_args = []
+        for i, (param, expr, _, view) in enumerate(self.sides):
+            W(f"    side{i} = {expr}")
+            side_args.append(f"side{i}")
+        scalar_args = [expr for _, expr in self.scalars]
+        grid = (cdiv(g.M, self.tile_m) * cdiv(g.N, self.tile_n), max(1, self.batch), 1)
+        args = ["a", "b"] + out_args + side_args + scalar_args + ["trans_a", "trans_b", str(self.tile_m), str(self.tile_n),
+                                                                str(self.tile_k), str(GROUP_M)]
+        W(f"    ct.launch(torch.cuda.current_stream(), {grid}, {kid}_kernel, {tup(args)})")
+        W(f"    return {', '.join(o.name for o in spec.outputs)}")
+        code = kernel + "\n\n" + "\n".join(w) + "\n"
+        notes = [f"tiles BM={self.tile_m} BN={self.tile_n} BK={self.tile_k}, GROUP_M={GROUP_M}"
+                 + (", batch folded into M" if g.fold else "")
+                 + ("; float32 operands use full-precision float32 mma (no TF32)" if not self.low else "")]
+        if self.bn is not None:
+            notes.append("eval batch norm folded into the weight and bias in prepare_")
+        return KernelSource(spec_id=spec.id, family=spec.family, code=code, launch_name=f"launch_{kid}",
+                            kernel_names=[f"{kid}_kernel"], prepare_name=f"prepare_{kid}" if self.sig.prepare
+                            else None, notes=notes)
+
+
+def _refs(v) -> list[str]:
+    if is_ref(v):
+        return [v["ref"]]
+    if isinstance(v, (list, tuple)):
+        return [r for x in v for r in _refs(x)]
+    return []

@@ -1,0 +1,446 @@
+"""Pooling kernels: max/avg pooling (1d/2d/3d, with indices), adaptive avg/max pooling, fused elementwise epilogue.
+
+Layout: the input is (lead..., *spatial) with nd spatial dims (lead is (N, C), (C,) or anything else); the output
+(lead..., *out_spatial) is tiled as a 2-D (rows = lead elements, cols = flattened output positions) problem. Each
+block owns a (BR, BP) tile of outputs, walks the pooling window with runtime loops and reads the window element of
+every output with one `ct.gather` on the (possibly strided) input; out-of-range window elements come back as the
+gather's padding value (-inf for max, 0 for avg; the gather bounds-checks every dim). Windows follow PyTorch
+exactly: start = o*stride - pad (+ k*dilation), the avg divisor clips the window to the padded input first
+(count_include_pad) or to the input (exclude pad), divisor_override wins; adaptive windows are
+[floor(o*In/Out), ceil((o+1)*In/Out)). ceil_mode only changes the output size, which the spec carries.
+
+Global pooling (every output spatial size 1 with a window covering the whole input: adaptive (1,1), or a kernel as
+large as the input) is a row reduction instead: (BR, BS) tiles of the (rows, positions) view are loaded with
+`ct.load` (coalesced, vectorised), summed or maxed in float32 and reduced once at the end.
+"""
+
+from __future__ import annotations
+
+from ..specs import KernelSpec, OpRecord
+from .base import KernelSource, Unsupported, pow2_at_least
+from .expr import COL_INDEX, ROW_INDEX, bind_args
+from .indexing import (SideLoader, alloc_outputs, array_param, decode, elementwise, input_args, input_for, module,
+                       out_param, output_vars, prod, register_tuple_items, ret_outputs, tup, wrapper_head)
+
+I = "    "
+_KINDS = {
+    "max_pool1d": ("max", 1), "max_pool2d": ("max", 2), "max_pool3d": ("max", 3),
+    "max_pool1d_with_indices": ("max", 1), "max_pool2d_with_indices": ("max", 2),
+    "max_pool3d_with_indices": ("max", 3),
+    "avg_pool1d": ("avg", 1), "avg_pool2d": ("avg", 2), "avg_pool3d": ("avg", 3),
+    "adaptive_avg_pool1d": ("aavg", 1), "adaptive_avg_pool2d": ("aavg", 2), "adaptive_avg_pool3d": ("aavg", 3),
+    "_adaptive_avg_pool2d": ("aavg", 2), "_adaptive_avg_pool3d": ("aavg", 3),
+    "adaptive_max_pool1d": ("amax", 1), "adaptive_max_pool2d": ("amax", 2), "adaptive_max_pool3d": ("amax", 3),
+}
+_TUPLE_OPS = {"max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+              "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d"}
+
+
+def _ints(v, nd: int, default=None) -> list[int]:
+    if v is None or v == []:
+        if default is None:
+            raise Unsupported(f"missing pooling parameter (got {v!r})")
+        return list(default)
+    if isinstance(v, int):
+        return [v] * nd
+    v = [int(x) for x in v]
+    return v * nd if len(v) == 1 else v
+
+
+def _indices_used(spec: KernelSpec, rec: OpRecord) -> bool:
+    """Whether anything reads element 1 (the indices) of a (values, indices) pooling result."""
+    from .indexing import tuple_items
+
+    names = {n for n, (src, i) in tuple_items(spec).items() if src == rec.node and i == 1}
+    used = {o.graph_value for o in spec.outputs} | {o.name for o in spec.outputs}
+    used |= {v for r in spec.ops for v in r.inputs}
+    return bool(names & used)
+
+
+class _Pool:
+    """The parsed pooling op."""
+
+    def __init__(self, spec: KernelSpec, rec: OpRecord):
+        op = rec.op
+        if op not in _KINDS:
+            raise Unsupported(f"{rec.target}: no pooling generator for this op")
+        self.kind, nd = _KINDS[op]
+        self.nd = nd
+        a = bind_args(rec)
+        self.x = input_for(spec, a.get("self", rec.args[0] if rec.args else None), rec.target)
+        shape = list(self.x.shape)
+        if len(shape) < nd + 1:
+            raise Unsupported(f"{rec.target}: input of rank {len(shape)}")
+        self.lead, self.insp = shape[:-nd], shape[-nd:]
+        out = list(rec.output)
+        if len(out) != len(shape) or out[:-nd] != self.lead:
+            raise Unsupported(f"{rec.target}: unexpected output shape {out} for input {shape}")
+        self.outsp = out[-nd:]
+        self.out_shape = out
+        self.with_indices = op in _TUPLE_OPS and _indices_used(spec, rec)
+        self.divisor = None
+        self.count_include_pad = True
+        if self.kind in ("max", "avg"):
+            self.k = _ints(a.get("kernel_size"), nd)
+            self.s = _ints(a.get("stride"), nd, self.k)
+            self.p = _ints(a.get("padding", 0), nd, [0] * nd)
+            self.d = _ints(a.get("dilation", 1), nd, [1] * nd) if self.kind == "max" else [1] * nd
+            if self.kind == "avg":
+                self.count_include_pad = bool(a.get("count_include_pad", True))
+                div = a.get("divisor_override")
+                self.divisor = int(div) if isinstance(div, (int, float)) and div else None
+            if any(v <= 0 for v in self.k + self.s + self.d) or any(v < 0 for v in self.p):
+                raise Unsupported(f"{rec.target}: kernel/stride/dilation must be positive, padding >= 0")
+        else:
+            self.k = [max(self._aend(o, i, n) - self._astart(o, i, n) for o in range(n))
+                      for i, n in zip(self.insp, self.outsp)]
+            self.s, self.p, self.d = [1] * nd, [0] * nd, [1] * nd
+        if any(n <= 0 for n in self.outsp + self.insp):
+            raise Unsupported(f"{rec.target}: empty input or output")
+
+    @staticmethod
+    def _astart(o: int, i: int, n: int) -> int:
+        return (o * i) // n
+
+    @staticmethod
+    def _aend(o: int, i: int, n: int) -> int:
+        return -((-(o + 1) * i) // n)
+
+    @property
+    def is_global(self) -> bool:
+        if self.with_indices or any(n != 1 for n in self.outsp):
+            return False
+        if self.kind in ("aavg", "amax"):
+            return True
+        return all(p == 0 and d == 1 and k == i for p, d, k, i in zip(self.p, self.d, self.k, self.insp))
+
+    @property
+    def is_aligned(self) -> bool:
+        """Non-overlapping power-of-two windows with no padding or dilation (the common max_pool2d(2))."""
+        if self.kind not in ("max", "avg") or self.with_indices:
+            return False
+        return all(k == s and p == 0 and d == 1 and k & (k - 1) == 0 and o * k <= i + k - 1
+                   for k, s, p, d, o, i in zip(self.k, self.s, self.p, self.d, self.outsp, self.insp))
+
+    @property
+    def rows(self) -> int:
+        return prod(self.lead)
+
+    @property
+    def positions(self) -> int:
+        return prod(self.outsp)
+
+
+def _tiles(rows: int, cols: int, col_cap: int, budget: int) -> tuple[int, int]:
+    bc = pow2_at_least(cols, 1, col_cap)
+    br = pow2_at_least(rows, 1, max(1, budget // bc))
+    return br, bc
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    _, anchor, epilogue = _split(spec)
+    pool = _Pool(spec, anchor)
+    if pool.is_global:
+        return _global(spec, anchor, pool, epilogue)
+    if pool.is_aligned:
+        return _aligned(spec, anchor, pool, epilogue)
+    return _windowed(spec, anchor, pool, epilogue)
+
+
+def _pow2_floor(n: int) -> int:
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
+
+
+def _aligned(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecord]) -> KernelSource:
+    """Non-overlapping windows (kernel == stride, no padding/dilation, power-of-two kernel): each block loads a
+    contiguous (BR, BO0*K0, ...) input tile with `ct.load`, reshapes it to (BR, BO0, K0, ...) and reduces the K axes
+    — coalesced, vectorised loads instead of per-element gathers."""
+    nd, kid = pool.nd, spec.id
+    R, K, O, In = pool.rows, pool.k, pool.outsp, pool.insp
+    rem = 8192  # input elements per block
+    BO = [1] * nd
+    for i in reversed(range(nd)):
+        cap = max(1, rem // K[i])
+        if i == nd - 1:
+            cap = min(cap, max(1, 256 // K[i]))
+        BO[i] = pow2_at_least(O[i], 1, _pow2_floor(cap))
+        rem = max(1, rem // (BO[i] * K[i]))
+    BR = pow2_at_least(R, 1, _pow2_floor(rem))
+    nb = [-(-o // b) for o, b in zip(O, BO)]
+    nbp = prod(nb)
+    is_max = pool.kind == "max"
+    x = array_param(pool.x)
+    params = ", ".join(input_args(spec) + [out_param(o) for o in spec.outputs])
+    consts = ", ".join(["BR: ct.Constant[int]"] + [f"BO{i}: ct.Constant[int]" for i in range(nd)])
+    lines = ["@ct.kernel", f"def {kid}_kernel({params}, {consts}):",
+             f"{I}bid = ct.bid(0)", f"{I}pid_r = bid // {nbp}", f"{I}q = bid % {nbp}"]
+    for i in range(nd):
+        inner = prod(nb[i + 1:])
+        expr = "q" if inner == 1 else f"(q // {inner})"
+        if nb[i] == 1:
+            lines.append(f"{I}pid_{i} = 0")
+        else:
+            lines.append(f"{I}pid_{i} = {expr} % {nb[i]}" if i > 0 else f"{I}pid_{i} = {expr}")
+    in_tile = tup(["BR"] + [f"BO{i} * {K[i]}" for i in range(nd)])
+    split = tup(["BR"] + [x for i in range(nd) for x in (f"BO{i}", str(K[i]))])
+    out_tile = tup(["BR"] + [f"BO{i}" for i in range(nd)])
+    axes = tup([2 + 2 * i for i in range(nd)])
+    index = tup(["pid_r"] + [f"pid_{i}" for i in range(nd)])
+    pad = "ct.PaddingMode.NEG_INF" if is_max else "ct.PaddingMode.ZERO"
+    lines.append(f"{I}t = ct.reshape(ct.load({x}, index={index}, shape={in_tile}, padding_mode={pad})"
+                 f".astype(ct.float32), {split})")
+    # coordinates of the outputs: rows (BR, 1, ...), spatial (1, .., BOi, .., 1)
+    lines.append(f"{I}rr = ct.reshape(pid_r * BR + ct.arange(BR, dtype=ct.int32), {tup(['BR'] + ['1'] * nd)})")
+    osp = []
+    for i in range(nd):
+        shape = ["1"] * (nd + 1)
+        shape[i + 1] = f"BO{i}"
+        lines.append(f"{I}o{i} = ct.reshape(pid_{i} * BO{i} + ct.arange(BO{i}, dtype=ct.int32), {tup(shape)})")
+        osp.append(f"o{i}")
+    if is_max:
+        lines.append(f"{I}acc = ct.max(t, axis={axes}, propagate_nan=True)")
+    else:
+        lines.append(f"{I}acc = ct.sum(t, axis={axes})")
+        if pool.divisor is not None:
+            lines.append(f"{I}acc = acc / {float(pool.divisor)!r}")
+        else:
+            terms = []
+            for i in range(nd):
+                if O[i] * K[i] > In[i]:  # ceil_mode tail: the last window is clipped to the input
+                    terms.append(f"(ct.minimum(o{i} * {K[i]} + {K[i]}, {In[i]}) - o{i} * {K[i]})")
+            if terms:
+                full = prod([K[i] for i in range(nd) if O[i] * K[i] <= In[i]])
+                div = " * ".join(terms + ([str(full)] if full != 1 else []))
+                lines.append(f"{I}acc = acc / ct.broadcast_to(({div}).astype(ct.float32), {out_tile})")
+            else:
+                lines.append(f"{I}acc = acc / {float(prod(K))!r}")
+    env: dict[str, str] = {rec.node: "acc"}
+    if epilogue:
+        lead = decode("rr", pool.lead, lines, I, "l")
+        row = osp[-2] if nd >= 2 else (lead[-1] if lead else "0")
+        for key, c in ((ROW_INDEX, row), (COL_INDEX, osp[-1])):
+            env[key] = f"ct.zeros({out_tile}, dtype=ct.int32)" if c == "0" else f"ct.broadcast_to({c}, {out_tile})"
+        sides = SideLoader(spec, lead + osp, pool.out_shape, out_tile, lines, I)
+        env = elementwise(epilogue, env, sides, lines, I)
+    _store_lines(spec, env, out_tile, index, lines)
+    kernel = "\n".join(lines)
+
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    w.append(f"{I}{x} = {x}.reshape({', '.join(map(str, [R] + In))})")
+    alloc_outputs(spec, device, w)
+    _check_output_shapes(spec, pool)
+    outs = [f"{o.name}.view({', '.join(map(str, [R] + O))})" for o in spec.outputs]
+    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({-(-R // BR) * nbp}, 1, 1), {kid}_kernel, "
+             f"({', '.join(input_args(spec) + outs + [str(BR)] + [str(b) for b in BO])}))")
+    w.append(ret_outputs(spec))
+    return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
+                  [f"{rec.op}: non-overlapping {K} windows, tile {BR} rows x {BO} outputs from contiguous loads"])
+
+
+def _split(spec: KernelSpec):
+    idx = [i for i, r in enumerate(spec.ops) if r.category == "pooling"]
+    if len(idx) != 1:
+        raise Unsupported(f"expected one pooling op, found {len(idx)}")
+    if idx[0] != 0:
+        raise Unsupported("a pooling kernel with a fused prologue")
+    return [], spec.ops[idx[0]], spec.ops[idx[0] + 1:]
+
+
+def _store_lines(spec: KernelSpec, env: dict[str, str], shape: str, index: str, lines: list[str]) -> None:
+    for o, var in output_vars(spec, env):
+        lines.append(f"    ct.store({out_param(o)}, index={index}, "
+                     f"tile=ct.broadcast_to({var}, {shape}).astype({out_param(o)}.dtype))")
+
+
+def _windowed(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecord]) -> KernelSource:
+    nd, kid = pool.nd, spec.id
+    R, P = pool.rows, pool.positions
+    # Tiles: up to 256 output positions, ~2048 outputs per block (the window loop keeps them in registers).
+    BR, BP = _tiles(R, P, 256, 2048)
+    npb = -(-P // BP)
+    x = array_param(pool.x)
+    lines = [f"@ct.kernel",
+             f"def {kid}_kernel({', '.join(input_args(spec) + [out_param(o) for o in spec.outputs])}, "
+             f"BR: ct.Constant[int], BP: ct.Constant[int]):",
+             f"    bid = ct.bid(0)",
+             f"    pid_r = bid // {npb}",
+             f"    pid_p = bid % {npb}",
+             f"    rr = (pid_r * BR + ct.arange(BR, dtype=ct.int32))[:, None]",
+             f"    pp = (pid_p * BP + ct.arange(BP, dtype=ct.int32))[None, :]"]
+    # A contiguous input of < 2^31 elements is read through a flat view with int32 offsets (one index per
+    # gather instead of one per dim); window elements outside the input are then masked explicitly.
+    flat_x = prod(pool.x.shape) < 2 ** 31
+    lead = [] if flat_x else decode("rr", pool.lead, lines, "    ", "l")
+    osp = decode("pp", pool.outsp, lines, "    ", "o", bound_outer=True)
+    if flat_x:
+        lines.append(f"    base = rr * {prod(pool.insp)}")
+    is_max = pool.kind in ("max", "amax")
+    adaptive = pool.kind in ("aavg", "amax")
+    tile = f"(BR, BP)"
+    # window start (and, for adaptive pooling, end) per spatial dim: (1, BP) int32 tiles
+    for i in range(nd):
+        In, On = pool.insp[i], pool.outsp[i]
+        if adaptive:
+            lines.append(f"    ws{i} = ({osp[i]} * {In}) // {On}")
+            lines.append(f"    we{i} = (({osp[i]} + 1) * {In} + {On - 1}) // {On}")
+        else:
+            start = osp[i] if pool.s[i] == 1 else f"{osp[i]} * {pool.s[i]}"
+            lines.append(f"    ws{i} = {start} - {pool.p[i]}" if pool.p[i] else f"    ws{i} = {start} + 0")
+    if is_max:
+        lines.append(f"    acc = ct.full({tile}, -math.inf, dtype=ct.float32)")
+        if pool.with_indices:
+            lines.append(f"    arg = ct.full({tile}, -1, dtype=ct.int32)")
+    else:
+        lines.append(f"    acc = ct.zeros({tile}, dtype=ct.float32)")
+    ind = "    "
+    ok = None  # the running "window element inside the input" mask (None: always inside)
+    for i in range(nd):
+        In = pool.insp[i]
+        lines.append(f"{ind}for k{i} in range({pool.k[i]}):")
+        ind += "    "
+        step = f"k{i}" if pool.d[i] == 1 else f"k{i} * {pool.d[i]}"
+        lines.append(f"{ind}i{i} = ws{i} + {step}")
+        conds = []
+        if adaptive:
+            conds.append(f"(i{i} < we{i})")
+        elif pool.with_indices or flat_x:
+            last = (pool.outsp[i] - 1) * pool.s[i] - pool.p[i] + (pool.k[i] - 1) * pool.d[i]
+            if pool.p[i] > 0:
+                conds.append(f"(i{i} >= 0)")
+            if last >= In:
+                conds.append(f"(i{i} < {In})")
+        if conds:
+            lines.append(f"{ind}ok{i} = {' & '.join(([ok] if ok else []) + conds)}")
+            ok = f"ok{i}"
+    spatial = " + ".join(f"i{i} * {prod(pool.insp[i + 1:])}" if i < nd - 1 else f"i{i}" for i in range(nd))
+    gidx = f"base + ({spatial})" if flat_x else tup(lead + [f"i{i}" for i in range(nd)])
+    pad = "-math.inf" if is_max else "0.0"
+    mask = f", mask={ok}" if ok else ""
+    lines.append(f"{ind}v = ct.gather({x}, {gidx}{mask}, padding_value={pad}).astype(ct.float32)")
+    if is_max:
+        if pool.with_indices:
+            flat = spatial
+            better = "((v > acc) | ct.isnan(v) | (arg < 0))"
+            lines.append(f"{ind}upd = {ok + ' & ' if ok else ''}{better}")
+            lines.append(f"{ind}arg = ct.where(upd, ct.broadcast_to({flat}, {tile}), arg)")
+            lines.append(f"{ind}acc = ct.where(upd, v, acc)")
+        else:
+            lines.append(f"{ind}acc = ct.where((v > acc) | ct.isnan(v), v, acc)")
+    else:
+        lines.append(f"{ind}acc = acc + v")
+    # average divisor, per output position
+    if pool.kind == "aavg":
+        cnt = " * ".join(f"(we{i} - ws{i})" for i in range(nd))
+        lines.append(f"    acc = acc / ct.broadcast_to(({cnt}).astype(ct.float32), {tile})")
+    elif pool.kind == "avg":
+        if pool.divisor is not None:
+            lines.append(f"    acc = acc / {float(pool.divisor)!r}")
+        else:
+            terms = []
+            for i in range(nd):
+                In, K, Pd = pool.insp[i], pool.k[i], pool.p[i]
+                lines.append(f"    we{i} = ct.minimum(ws{i} + {K}, {In + Pd})")
+                if pool.count_include_pad:
+                    terms.append(f"(we{i} - ws{i})")
+                else:
+                    terms.append(f"(ct.minimum(we{i}, {In}) - ct.maximum(ws{i}, 0))")
+            lines.append(f"    acc = acc / ct.broadcast_to(({' * '.join(terms)}).astype(ct.float32), {tile})")
+    env: dict[str, str] = {}
+    elements = ["acc", "arg" if pool.with_indices else None]
+    if rec.op in _TUPLE_OPS:
+        register_tuple_items(spec, env, rec.node, elements)
+    else:
+        env[rec.node] = "acc"
+    if epilogue:
+        if flat_x:
+            lead = decode("rr", pool.lead, lines, "    ", "l")
+        coords = lead + osp
+        row = osp[-2] if nd >= 2 else (lead[-1] if lead else "0")
+        for key, c in ((ROW_INDEX, row), (COL_INDEX, osp[-1])):
+            env[key] = f"ct.zeros({tile}, dtype=ct.int32)" if c == "0" else f"ct.broadcast_to({c}, {tile})"
+        sides = SideLoader(spec, coords, pool.out_shape, tile, lines, "    ",
+                           exclude=[pool.x.graph_value] if flat_x else [])
+        env = elementwise(epilogue, env, sides, lines, "    ")
+    _store_lines(spec, env, tile, "(pid_r, pid_p)", lines)
+    kernel = "\n".join(lines)
+
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    if flat_x:
+        w.append(f"    {x} = {x}.reshape(-1)")
+    alloc_outputs(spec, device, w)
+    outs = [f"{o.name}.view({R}, {P})" for o in spec.outputs]
+    _check_output_shapes(spec, pool)
+    grid = -(-R // BR) * npb
+    w.append(f"    ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {kid}_kernel, "
+             f"({', '.join(input_args(spec) + outs + [str(BR), str(BP)])}))")
+    w.append(ret_outputs(spec))
+    return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
+                  [f"{rec.op}: window {pool.k}, stride {pool.s}, padding {pool.p}, dilation {pool.d}; "
+                   f"tile {BR} rows x {BP} output positions, gathered window loads"])
+
+
+def _check_output_shapes(spec: KernelSpec, pool: _Pool) -> None:
+    for o in spec.outputs:
+        if o.shape != pool.out_shape:
+            raise Unsupported(f"output {o.name} has shape {o.shape}, expected the pooled shape {pool.out_shape}")
+
+
+def _global(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecord]) -> KernelSource:
+    kid = spec.id
+    R, S = pool.rows, prod(pool.insp)
+    BS = pow2_at_least(S, 16, 512)
+    BR = pow2_at_least(R, 1, max(1, 4096 // BS))
+    # keep at least ~2 blocks per SM where the rows allow it
+    while BR > 1 and -(-R // BR) < 264:
+        BR //= 2
+    is_max = pool.kind in ("max", "amax")
+    x = array_param(pool.x)
+    lines = [f"@ct.kernel",
+             f"def {kid}_kernel({', '.join(input_args(spec) + [out_param(o) for o in spec.outputs])}, "
+             f"BR: ct.Constant[int], BS: ct.Constant[int]):",
+             f"    pid = ct.bid(0)"]
+    if is_max:
+        lines += [f"    acc = ct.full((BR, BS), -math.inf, dtype=ct.float32)",
+                  f"    for j in range({-(-S // BS)}):",
+                  f"        t = ct.load({x}, index=(pid, j), shape=(BR, BS), "
+                  f"padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)",
+                  f"        acc = ct.maximum(acc, t, propagate_nan=True)",
+                  f"    res = ct.max(acc, axis=1, keepdims=True, propagate_nan=True)"]
+    else:
+        lines += [f"    acc = ct.zeros((BR, BS), dtype=ct.float32)",
+                  f"    for j in range({-(-S // BS)}):",
+                  f"        acc = acc + ct.load({x}, index=(pid, j), shape=(BR, BS), "
+                  f"padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)",
+                  f"    res = ct.sum(acc, axis=1, keepdims=True) / {float(pool.divisor or S)!r}"]
+    env: dict[str, str] = {}
+    if rec.op in _TUPLE_OPS:
+        register_tuple_items(spec, env, rec.node, ["res", None])
+    else:
+        env[rec.node] = "res"
+    if epilogue:
+        lines.append(f"    rr = (pid * BR + ct.arange(BR, dtype=ct.int32))[:, None]")
+        lead = decode("rr", pool.lead, lines, "    ", "l")
+        coords = lead + ["0"] * pool.nd
+        env[ROW_INDEX] = "ct.zeros((BR, 1), dtype=ct.int32)"
+        env[COL_INDEX] = "ct.zeros((BR, 1), dtype=ct.int32)"
+        sides = SideLoader(spec, coords, pool.out_shape, "(BR, 1)", lines, "    ", exclude=[pool.x.graph_value])
+        env = elementwise(epilogue, env, sides, lines, "    ")
+    _store_lines(spec, env, "(BR, 1)", "(pid, 0)", lines)
+    kernel = "\n".join(lines)
+
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    w.append(f"    {x} = {x}.reshape({R}, {S})")
+    alloc_outputs(spec, device, w)
+    _check_output_shapes(spec, pool)
+    outs = [f"{o.name}.view({R}, 1)" for o in spec.outputs]
+    w.append(f"    ct.launch(torch.cuda.current_stream(), ({-(-R // BR)}, 1, 1), {kid}_kernel, "
+             f"({', '.join(input_args(spec) + outs + [str(BR), str(BS)])}))")
+    w.append(ret_outputs(spec))
+    return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
+                  [f"{rec.op}: global pooling as a row reduction over {S} positions, tile {BR} x {BS}"])

@@ -1,0 +1,596 @@
+"""Shared machinery of the row-wise families (reduction, softmax, norm, scan).
+
+Every kernel of these families reduces or scans one group of dimensions of its main input. The wrapper views the
+input (a free view; a permute + contiguous only when the reduced dimensions are not adjacent) as
+
+- ``row`` layout ``(M, R)``: the reduced dimensions are innermost; a block owns ``BM`` rows and walks the row in
+  ``BR``-wide chunks (one chunk when the row fits the tile);
+- ``col`` layout ``(O, R, I)``: dimensions after the reduced ones stay innermost so loads stay coalesced; a block
+  owns a ``(BO, ., BI)`` window and walks ``R`` in ``BR`` chunks; the reduction runs along tile axis 1.
+
+Fused elementwise ops are emitted by ``expr.emit_elementwise``. Their side inputs are loaded for the current tile
+either with ``ct.load`` on the same view as the main tensor (same full shape) or with ``ct.gather`` on the
+tensor itself, indexing each of its dimensions by a digit of the tile's row/column coordinates (broadcast
+dimensions get index 0), so any broadcastable side input works without host-side copies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from dataclasses import dataclass, field
+
+from ..specs import KernelSpec, OpRecord, TensorSpec
+from .base import TORCH_TO_CT, Unsupported, pow2_at_least
+
+NUM_SM = 132  # H200; only used to pick how many blocks a grid should have at least
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pow2_floor(n: int) -> int:
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
+
+
+def prod(values) -> int:
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
+def decode(value):
+    """An attrs/args literal as a Python value ({'float': 'inf'} → math.inf)."""
+    if isinstance(value, dict) and "float" in value:
+        return float(value["float"])
+    if isinstance(value, dict) and "dtype" in value:
+        return value["dtype"]
+    return value
+
+
+def flit(value: float) -> str:
+    """A float literal for generated code."""
+    value = float(value)
+    if math.isnan(value):
+        return "math.nan"
+    if math.isinf(value):
+        return "math.inf" if value > 0 else "-math.inf"
+    return repr(value)
+
+
+def norm_dims(dims, rank: int) -> list[int]:
+    """Reduction dims as sorted non-negative ints; None or [] means every dim."""
+    if dims is None:
+        return list(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    dims = [int(d) for d in dims]
+    if not dims:
+        return list(range(rank))
+    out = sorted({d % rank if rank else 0 for d in dims})
+    return out if rank else []
+
+
+def ct_dtype(dtype: str) -> str:
+    if dtype not in TORCH_TO_CT:
+        raise Unsupported(f"dtype {dtype}")
+    return TORCH_TO_CT[dtype]
+
+
+# ---- the spec: anchor, prologue, epilogue ---------------------------------------------------------------------
+
+ELEMENTWISE = ("elementwise_unary", "elementwise_binary", "elementwise_ternary")
+
+
+@dataclass
+class Parts:
+    spec: KernelSpec
+    anchor: OpRecord
+    prologue: list[OpRecord]  # elementwise ops the anchor's input depends on (evaluated on input tiles)
+    epilogue: list[OpRecord]  # the other elementwise ops (evaluated on output tiles)
+    main: str  # graph value of the anchor's main input
+    inputs: dict[str, TensorSpec]  # graph value → spec input
+    getitems: dict[str, int]  # graph value of a getitem of the anchor's tuple result → its index
+
+    @property
+    def prologue_values(self) -> set[str]:
+        return {op.node for op in self.prologue}
+
+    def input_spec(self, value: str) -> TensorSpec | None:
+        return self.inputs.get(value)
+
+
+def ref_of(arg) -> str | None:
+    return arg["ref"] if isinstance(arg, dict) and "ref" in arg else None
+
+
+def split_spec(spec: KernelSpec, categories: set[str]) -> Parts:
+    anchors = [op for op in spec.ops if op.category in categories]
+    if len(anchors) != 1:
+        raise Unsupported(f"{len(anchors)} {'/'.join(sorted(categories))} ops in one kernel")
+    anchor = anchors[0]
+    for op in spec.ops:
+        if op is not anchor and op.category not in ELEMENTWISE:
+            raise Unsupported(f"{op.op} ({op.category}) fused with {anchor.op}")
+    main = ref_of(anchor.args[0]) if anchor.args else None
+    if main is None:
+        raise Unsupported(f"{anchor.op} without a tensor input")
+    by_node = {op.node: op for op in spec.ops}
+    needed: set[str] = set()
+    stack = [main] + [v for v in anchor.inputs if v != main and v in by_node]
+    while stack:
+        value = stack.pop()
+        if value in by_node and value not in needed:
+            needed.add(value)
+            stack.extend(by_node[value].inputs)
+    prologue = [op for op in spec.ops if op.node in needed]
+    epilogue = [op for op in spec.ops if op is not anchor and op.node not in needed]
+    return Parts(spec, anchor, prologue, epilogue, main, {t.graph_value: t for t in spec.inputs if t.graph_value},
+                 _getitem_indices(spec, anchor))
+
+
+_GETITEM = re.compile(r"^\s*(\w+) = (\w+)\[(\d+)\]\s*$", re.M)
+
+
+def _getitem_indices(spec: KernelSpec, anchor: OpRecord) -> dict[str, int]:
+    """getitem values of the anchor's tuple result (their records are not in spec.ops; the reference has them)."""
+    out: dict[str, int] = {}
+    for name, src, idx in _GETITEM.findall(spec.reference):
+        if src == anchor.node:
+            out[name] = int(idx)
+    for t in spec.outputs:  # reference names are python names; outputs map them to graph values
+        if t.name in out and t.graph_value:
+            out[t.graph_value] = out[t.name]
+    return out
+
+
+def emit_ops(ops: list[OpRecord], env: dict[str, str], load_side, code: "Code") -> dict[str, str]:
+    if not ops:
+        return env
+    from .expr import emit_elementwise
+
+    return emit_elementwise(ops, env, load_side, code.lines, code.indent)
+
+
+# ---- code writing ---------------------------------------------------------------------------------------------
+
+
+class Code:
+    def __init__(self, indent: int = 1):
+        self.lines: list[str] = []
+        self.level = indent
+        self.counter = 0
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{base}{self.counter}"
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.level + line)
+
+    @property
+    def indent(self) -> str:
+        return "    " * self.level
+
+    @contextlib.contextmanager
+    def block(self, header: str):
+        self(header)
+        self.level += 1
+        try:
+            yield
+        finally:
+            self.level -= 1
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass
+class Param:
+    name: str  # kernel parameter
+    wrapper: str  # wrapper expression passed for it
+    annotation: str = ""  # e.g. "ct.Constant[int]"
+
+
+class Kernel:
+    """One @ct.kernel being assembled: its parameters (tensors first, then constants) and body."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.tensors: list[Param] = []
+        self.scalars: list[Param] = []
+        self.consts: list[Param] = []
+        self.body = Code()
+        self.prep: list[str] = []  # wrapper lines preparing views for this kernel's tensor params
+
+    def tensor(self, name: str, wrapper: str, prep: str | None = None) -> str:
+        if not any(p.name == name for p in self.tensors):
+            self.tensors.append(Param(name, wrapper))
+            if prep:
+                self.prep.append(prep)
+        return name
+
+    def scalar(self, name: str, wrapper: str) -> str:
+        if not any(p.name == name for p in self.scalars):
+            self.scalars.append(Param(name, wrapper))
+        return name
+
+    def const(self, name: str, value: int) -> str:
+        if not any(p.name == name for p in self.consts):
+            self.consts.append(Param(name, repr(int(value)), "ct.Constant[int]"))
+        return name
+
+    def source(self, doc: str) -> str:
+        params = [p.name for p in self.tensors + self.scalars] + [f"{p.name}: {p.annotation}" for p in self.consts]
+        head = f"@ct.kernel\ndef {self.name}({', '.join(params)}):\n    \"\"\"{doc}\"\"\"\n"
+        return head + self.body.text() + "\n"
+
+    def launch(self, grid: tuple[int, ...]) -> str:
+        args = [p.wrapper for p in self.tensors + self.scalars + self.consts]
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+        return f"ct.launch(torch.cuda.current_stream(), {grid}, {self.name}, ({', '.join(args)},))"
+
+
+# ---- layouts --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Layout:
+    """How the main input of shape `shape` is tiled; `dims_*` are its dims (size > 1) in canonical order."""
+
+    kind: str  # "row" | "col"
+    shape: list[int]
+    perm: list[int] | None  # permutation applied before the view (non-adjacent reduced dims)
+    O: int
+    R: int
+    I: int
+    dims_o: list[int]
+    dims_r: list[int]
+    dims_i: list[int]
+    BO: int = 1
+    BR: int = 1
+    BI: int = 1
+
+    @property
+    def nch(self) -> int:
+        return cdiv(self.R, self.BR)
+
+    @property
+    def view_shape(self) -> tuple[int, ...]:
+        return (self.O, self.R) if self.kind == "row" else (self.O, self.R, self.I)
+
+    @property
+    def tile(self) -> str:
+        return f"({self.BO}, {self.BR})" if self.kind == "row" else f"({self.BO}, {self.BR}, {self.BI})"
+
+    @property
+    def axis(self) -> int:
+        return 1
+
+    @property
+    def red_tile(self) -> str:
+        return f"({self.BO}, 1)" if self.kind == "row" else f"({self.BO}, 1, {self.BI})"
+
+    @property
+    def red_view_shape(self) -> tuple[int, ...]:
+        return (self.O, 1) if self.kind == "row" else (self.O, 1, self.I)
+
+    def grid(self) -> tuple[int, ...]:
+        if self.kind == "row":
+            return (cdiv(self.O, self.BO),)
+        return (cdiv(self.O, self.BO), cdiv(self.I, self.BI))
+
+    def blocks(self) -> int:
+        return prod(self.grid())
+
+    def tile_index(self, chunk: str) -> str:
+        return f"(pid, {chunk})" if self.kind == "row" else f"(pid, {chunk}, pid_i)"
+
+    def red_index(self) -> str:
+        return "(pid, 0)" if self.kind == "row" else "(pid, 0, pid_i)"
+
+    def view_expr(self, tensor: str) -> str:
+        """Wrapper expression viewing a tensor of the main input's full shape in this layout."""
+        t = tensor
+        if self.perm is not None:
+            t = f"{t}.permute{tuple(self.perm)}"
+        return f"{t}.contiguous().reshape{self.view_shape}"
+
+    def emit_block_coords(self, code: Code) -> None:
+        code("pid = ct.bid(0)")
+        if self.kind == "row":
+            code(f"rows = pid * {self.BO} + ct.arange({self.BO}, dtype=ct.int32)[:, None]")
+        else:
+            code("pid_i = ct.bid(1)")
+            code(f"rows = pid * {self.BO} + ct.arange({self.BO}, dtype=ct.int32)[:, None, None]")
+            code(f"inner = pid_i * {self.BI} + ct.arange({self.BI}, dtype=ct.int32)[None, None, :]")
+
+    def emit_chunk_coords(self, code: Code, chunk: str) -> None:
+        if self.kind == "row":
+            code(f"cols = {chunk} * {self.BR} + ct.arange({self.BR}, dtype=ct.int32)[None, :]")
+        else:
+            code(f"cols = {chunk} * {self.BR} + ct.arange({self.BR}, dtype=ct.int32)[None, :, None]")
+
+    def input_groups(self) -> list[tuple[str, list[int]]]:
+        groups = [("rows", self.dims_o), ("cols", self.dims_r)]
+        if self.kind == "col":
+            groups.append(("inner", self.dims_i))
+        return groups
+
+    def output_groups(self) -> list[tuple[str, list[int]]]:
+        groups = [("rows", self.dims_o)]
+        if self.kind == "col":
+            groups.append(("inner", self.dims_i))
+        return groups
+
+    def needs_mask(self) -> bool:
+        return self.R % self.BR != 0
+
+
+def make_layout(shape: list[int], reduced: list[int]) -> Layout:
+    """Canonical (M, R) or (O, R, I) view of `shape` reducing/scanning `reduced` (sorted dims)."""
+    rank = len(shape)
+    red = set(reduced)
+    eff = [d for d in range(rank) if shape[d] > 1]
+    eff_red = [d for d in eff if d in red]
+    eff_keep = [d for d in eff if d not in red]
+    if eff_red:
+        first, last = eff.index(eff_red[0]), eff.index(eff_red[-1])
+        adjacent = eff[first:last + 1] == eff_red
+    else:
+        adjacent, first, last = True, len(eff), len(eff) - 1
+    if adjacent:
+        dims_o, dims_r, dims_i = eff[:first], eff_red, eff[last + 1:]
+        perm = None
+    else:
+        dims_o, dims_r, dims_i = eff_keep, eff_red, []
+        perm = [d for d in range(rank) if d not in red] + [d for d in range(rank) if d in red]
+    O, R, I = (prod(shape[d] for d in g) for g in (dims_o, dims_r, dims_i))
+    kind = "row" if I == 1 else "col"
+    if kind == "row":
+        dims_o = dims_o + dims_i  # empty
+    return Layout(kind, list(shape), perm, O, R, I, dims_o, dims_r, dims_i if kind == "col" else [])
+
+
+def choose_tiles(layout: Layout, tile_elems: int, max_br: int, min_tile: int = 512) -> Layout:
+    """Power-of-two tile sizes: whole rows up to `max_br`, else `max_br` chunks; fill the tile with rows, then
+    shrink the row block while the grid is smaller than the GPU (keeping at least `min_tile` elements)."""
+    L = layout
+    if L.kind == "row":
+        L.BR = min(pow2_at_least(L.R), max_br)
+        L.BO = min(pow2_at_least(L.O), max(1, tile_elems // L.BR))
+        while L.BO > 1 and L.blocks() < NUM_SM and L.BO * L.BR > min_tile:
+            L.BO //= 2
+    else:
+        L.BI = min(pow2_at_least(L.I), 128)
+        L.BR = min(pow2_at_least(L.R), max(1, tile_elems // L.BI), max_br)
+        L.BO = min(pow2_at_least(L.O), max(1, tile_elems // (L.BR * L.BI)))
+        while L.BO > 1 and L.blocks() < NUM_SM and L.BO * L.BR * L.BI > min_tile:
+            L.BO //= 2
+        while L.BI > 32 and L.blocks() < NUM_SM:
+            L.BI //= 2  # narrower column windows for more blocks; the rows per chunk grow to keep the tile size
+            L.BR = min(pow2_at_least(L.R), max(1, tile_elems // L.BI), max_br)
+    return L
+
+
+# ---- loading tensors for a tile -------------------------------------------------------------------------------
+
+
+@dataclass
+class TileCtx:
+    """Where the current tile sits: its shape, the coordinate variables and how to load full-shape tensors.
+
+    groups: (int32 coordinate tile variable, main-input dims it enumerates, outermost first).
+    target: the shape side inputs broadcast against; dim_map: main-input dim → target dim.
+    full_view: (wrapper view function, tile index, padding) for tensors whose shape equals `target`.
+    """
+
+    kernel: Kernel
+    shape: str  # tile shape literal
+    rank: int
+    groups: list[tuple[str, list[int]]]
+    sizes: list[int]  # main-input sizes
+    target: list[int]
+    dim_map: dict[int, int]
+    full_view: object  # callable(name) -> wrapper expr, or None
+    full_index: str
+    inputs: dict[str, TensorSpec]
+    cache: dict[str, str] = field(default_factory=dict)
+    # (spec input) -> (wrapper expression, shape) when side inputs must be re-viewed to match a virtual main
+    # shape (group norm splits C into (G, C/G))
+    side_view: object = None
+
+    def load(self, value: str, code: Code, dtype: str = "ct.float32") -> str:
+        key = f"{value}:{dtype}"
+        if key in self.cache:
+            return self.cache[key]
+        t = self.inputs.get(value)
+        if t is None:
+            raise Unsupported(f"value {value} is neither computed in the kernel nor a kernel input")
+        var = f"ld_{t.name}" if dtype == "ct.float32" else f"ld_{t.name}_{dtype.split('.')[-1]}"
+        if t.role == "scalar":
+            if not isinstance(t.value, (int, float)) or isinstance(t.value, bool):
+                raise Unsupported(f"scalar input {t.name}={t.value!r}")
+            return self.kernel.scalar(f"s_{t.name}", t.name)
+        if t.dtype not in TORCH_TO_CT:
+            raise Unsupported(f"input {t.name} of dtype {t.dtype}")
+        src, shape = (t.name, list(t.shape)) if self.side_view is None else self.side_view(t)
+        if len(shape) > len(self.target) or any(
+                s != 1 and s != g for s, g in zip(reversed(shape), reversed(self.target))):
+            raise Unsupported(f"input {t.name}{shape} does not broadcast to {self.target}")
+        if shape == list(self.target) and self.full_view is not None and prod(shape) > 1:
+            name = self.kernel.tensor(f"v_{t.name}", f"v_{t.name}", f"v_{t.name} = {self.full_view(src)}")
+            code(f"{var} = ct.load({name}, index={self.full_index}, shape={self.shape}, "
+                 f"padding_mode=ct.PaddingMode.ZERO).astype({dtype})")
+        elif prod(shape) == 1:
+            name = self.kernel.tensor(f"a_{t.name}", f"{t.name}.reshape(1)")
+            code(f"{var} = ct.broadcast_to(ct.reshape(ct.load({name}, index=(0,), shape=(1,)).astype({dtype}), "
+                 f"({', '.join(['1'] * self.rank)})), {self.shape})")
+        else:
+            name = self.kernel.tensor(f"a_{t.name}", src)
+            idx = self.gather_indices(shape)
+            code(f"{var} = ct.broadcast_to(ct.gather({name}, ({', '.join(idx)},)).astype({dtype}), {self.shape})")
+        self.cache[key] = var
+        return var
+
+    def gather_indices(self, shape: list[int]) -> list[str]:
+        offset = len(self.target) - len(shape)
+        idx = ["0"] * len(shape)
+        for var, dims in self.groups:
+            stride = 1
+            for pos in range(len(dims) - 1, -1, -1):
+                d = dims[pos]
+                size = self.sizes[d]
+                j = self.dim_map[d] - offset
+                if j >= 0 and shape[j] != 1:
+                    e = var if stride == 1 else f"({var} // {stride})"
+                    if pos > 0:
+                        e = f"({e} % {size})"
+                    idx[j] = e
+                stride *= size
+        return idx
+
+
+def input_ctx(kernel: Kernel, layout: Layout, parts: Parts) -> TileCtx:
+    rank = len(layout.shape)
+    return TileCtx(kernel, layout.tile, 2 if layout.kind == "row" else 3, layout.input_groups(), layout.shape,
+                   list(layout.shape), {d: d for d in range(rank)}, layout.view_expr, layout.tile_index("c"),
+                   parts.inputs)
+
+
+def out_dim_map(shape: list[int], reduced: list[int], keepdim: bool) -> dict[int, int]:
+    out, k = {}, 0
+    for d in range(len(shape)):
+        if d in reduced and not keepdim:
+            continue
+        out[d] = k
+        k += 1
+    return out
+
+
+def store_line(view: str, index: str, var: str, dtype: str, shape: str) -> str:
+    tile = f"ct.broadcast_to({var}, {shape})"
+    tile = f"({tile} != 0)" if dtype == "bool" else f"{tile}.astype({ct_dtype(dtype)})"
+    return f"ct.store({view}, index={index}, tile={tile})"
+
+
+def alloc_line(name: str, t: TensorSpec, device_of: str) -> str:
+    return f"{name} = torch.empty({tuple(t.shape)}, dtype=torch.{t.dtype}, device={device_of}.device)"
+
+
+def main_tensor(parts: Parts) -> TensorSpec | None:
+    return parts.inputs.get(parts.main)
+
+
+def first_tensor(spec: KernelSpec) -> TensorSpec:
+    for t in spec.inputs:
+        if t.role != "scalar":
+            return t
+    raise Unsupported("a kernel without tensor inputs")
+
+
+def check_float(t: TensorSpec, what: str) -> None:
+    if t.dtype not in FLOAT_DTYPES:
+        raise Unsupported(f"{what} of dtype {t.dtype}")
+
+
+def wrapper_source(spec: KernelSpec, body: list[str]) -> str:
+    params = ", ".join(t.name for t in spec.inputs)
+    return f"def launch_{spec.id}({params}):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+def choose_tiles_full_row(layout: Layout, max_single: int = 8192, chunk: int = 4096,
+                          tile_elems: int = 4096) -> Layout:
+    """Tiles for kernels that keep a whole row in registers when they can (softmax, norms, scans): the full
+    reduced extent in one tile up to `max_single` elements, else `chunk`-element chunks. (Tiles above 8192
+    elements compile several times slower and to much larger cubins, so rows longer than that take two passes.)"""
+    L = layout
+    full = pow2_at_least(L.R)
+    if L.kind == "row":
+        return choose_tiles(L, max(tile_elems, min(full, max_single)), max_br=full if full <= max_single else chunk)
+    bi_min = min(pow2_at_least(L.I), 32)
+    if full * bi_min <= max_single:
+        L.BR = full
+        L.BI = min(pow2_at_least(L.I), 256, max(1, max(tile_elems, full * bi_min) // full))
+    else:
+        L.BI = bi_min
+        L.BR = max(1, chunk // L.BI)
+    L.BO = min(pow2_at_least(L.O), max(1, tile_elems // (L.BR * L.BI)))
+    while L.BO > 1 and L.blocks() < NUM_SM and L.BO * L.BR * L.BI > 512:
+        L.BO //= 2
+    while L.BI > 32 and L.blocks() < NUM_SM and L.BO * L.BR * L.BI > 512:
+        L.BI //= 2
+    return L
+
+
+class SameShapeGen:
+    """Common parts of kernels whose outputs have the main input's shape (softmax, norms, scans): every spec
+    output is stored from the input tile, in the layout's view."""
+
+    def __init__(self, spec: KernelSpec, parts: Parts, layout: Layout, out_shape: list[int] | None = None,
+                 side_view=None):
+        self.spec, self.parts, self.L = spec, parts, layout
+        self.kernel = Kernel(f"{spec.id}_kernel")
+        self.wrapper: list[str] = []
+        self.out_views: list[tuple[str, TensorSpec]] = []
+        self.side_view = side_view
+        out_shape = list(layout.shape) if out_shape is None else list(out_shape)
+        for t in spec.outputs:
+            if list(t.shape) != out_shape:
+                raise Unsupported(f"output {t.name}{t.shape} differs from the input shape {out_shape}")
+            self.wrapper.append(alloc_line(t.name, t, self.device))
+            self.out_views.append((self.kernel.tensor(f"o_{t.name}", f"{t.name}.reshape{layout.view_shape}"), t))
+
+    @property
+    def device(self) -> str:
+        return first_tensor(self.spec).name
+
+    def load_tile(self, chunk: str) -> tuple[str, dict[str, str], TileCtx]:
+        """Emit chunk coordinates and the (prologue-transformed) float32 input tile."""
+        k, L = self.kernel.body, self.L
+        L.emit_chunk_coords(k, chunk)
+        ctx = input_ctx(self.kernel, L, self.parts)
+        ctx.full_index = L.tile_index(chunk)
+        ctx.side_view = self.side_view
+        if self.parts.prologue:
+            env = emit_ops(self.parts.prologue, {}, lambda v: ctx.load(v, k), k)
+            return env[self.parts.main], env, ctx
+        t = ctx.load(self.parts.main, k)
+        return t, {self.parts.main: t}, ctx
+
+    def store_outputs(self, env: dict[str, str], chunk: str, which: set[str] | None = None) -> None:
+        k, L = self.kernel.body, self.L
+        for name, t in self.out_views:
+            if which is not None and t.graph_value not in which:
+                continue
+            if t.graph_value not in env:
+                raise Unsupported(f"output {t.name} ({t.graph_value}) is not computed by the kernel")
+            k(store_line(name, L.tile_index(chunk), env[t.graph_value], t.dtype, L.tile))
+
+    def finish(self, doc: str, grid: tuple[int, ...] | None = None, before: list | None = None,
+               extra_lines: list[str] | None = None):
+        """The KernelSource: kernels in `before` ((Kernel, grid, doc) launched first, e.g. a scan's segment
+        totals) and then this kernel; `extra_lines` (workspace allocations) go before the views and launches."""
+        from .base import KernelSource
+
+        spec = self.spec
+        before = before or []
+        body = list(self.wrapper) + list(extra_lines or [])
+        for kern in [b[0] for b in before] + [self.kernel]:
+            body.extend(line for line in kern.prep if line not in body)
+        body.extend(kern.launch(g) for kern, g, _ in before)
+        body.append(self.kernel.launch(grid or self.L.grid()))
+        outs = [t.name for t in spec.outputs]
+        body.append(f"return {outs[0]}" if len(outs) == 1 else f"return ({', '.join(outs)},)")
+        code = "\n\n".join([kern.source(d) for kern, _, d in before] + [self.kernel.source(doc),
+                                                                         wrapper_source(spec, body)])
+        return KernelSource(spec_id=spec.id, family=spec.family, code=code, launch_name=f"launch_{spec.id}",
+                            kernel_names=[kern.name for kern, _, _ in before] + [self.kernel.name], notes=[doc])

@@ -1,0 +1,231 @@
+"""Scans: cumsum, cumprod, logcumsumexp, cummax/cummin (values and indices) along any dim, with fused prologue
+and epilogue (an exclusive cumsum arrives as ['cumsum', 'sub'] and reads the input tile from the environment).
+
+Rows up to 4096 elements are scanned in one tile (`ct.cumsum`/`ct.cumprod`, or `ct.scan` with a combine
+function for logcumsumexp and the (value, index) pairs of cummax/cummin); longer rows are walked in chunks with a
+per-row carry (the last column of the previous chunk) folded into each chunk. Padding lanes sit after the valid
+ones in scan order, so they never reach a stored element. A scan over an inner dim keeps the trailing dims
+innermost (the `col` layout) and scans along tile axis 1.
+"""
+
+from __future__ import annotations
+
+from ..specs import KernelSpec
+from .base import KernelSource, Unsupported
+from .rowwise import (FLOAT_DTYPES, NUM_SM, Kernel, SameShapeGen, cdiv, choose_tiles_full_row, decode, emit_ops,
+                      input_ctx, make_layout, norm_dims, pow2_floor, prod, split_spec)
+
+_KINDS = ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin")
+
+
+def _logaddexp(a: str, b: str) -> str:
+    hi, lo = f"ct.maximum({a}, {b})", f"ct.minimum({a}, {b})"
+    return f"ct.where({lo} == -math.inf, {hi}, {hi} + ct.log(1.0 + ct.exp({lo} - {hi})))"
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    parts = split_spec(spec, {"scan"})
+    op = parts.anchor
+    kind = op.op
+    if kind not in _KINDS:
+        raise Unsupported(f"scan {op.target}")
+    shape = list(op.output)
+    dims = norm_dims(decode(op.attrs.get("dim", 0)), len(shape)) if shape else []
+    t = parts.inputs.get(parts.main)
+    in_dtype = t.dtype if t is not None else next((p.output_dtype for p in parts.prologue
+                                                     if p.node == parts.main), "float32")
+    acc = "ct.float32"
+    if in_dtype not in FLOAT_DTYPES:
+        if kind in ("logcumsumexp",):
+            raise Unsupported(f"{kind} of {in_dtype}")
+        if kind in ("cummax", "cummin") and in_dtype not in ("bool", "int8", "uint8", "int16"):
+            raise Unsupported(f"{kind} of {in_dtype} (float32 compute would round)")
+        if kind in ("cumsum", "cumprod"):
+            if parts.prologue or parts.epilogue:
+                if not (in_dtype == "bool" and kind == "cumsum" and prod(shape) < 2 ** 24):
+                    raise Unsupported(f"integer {kind} with fused elementwise ops")
+            else:
+                acc = "ct.int64"
+    layout = choose_tiles_full_row(make_layout(shape, dims), max_single=4096, chunk=2048, tile_elems=4096)
+    gen = SameShapeGen(spec, parts, layout)
+    segments = 1
+    if kind in _SEGMENTED and not parts.prologue and layout.blocks() < NUM_SM and layout.nch >= 8:
+        segments = min(pow2_floor(max(1, (2 * NUM_SM) // layout.blocks())), pow2_floor(layout.nch // 2), 256)
+    scan = _Scan(gen, kind, acc, segments if segments >= 2 else 1)
+    scan.emit()
+    doc = (f"{', '.join(spec.operations)}: {kind} along dim {dims} of {shape} as {layout.kind} "
+           f"{layout.view_shape}, tile {layout.tile}"
+           + ("" if layout.nch == 1 else f", {layout.nch} chunks with a carry")
+           + (f", rows cut in {scan.segments} segments whose totals are scanned first" if scan.segments > 1 else ""))
+    if scan.segments > 1:
+        return gen.finish(doc, grid=layout.grid() + (scan.segments,), before=[scan.totals],
+                          extra_lines=scan.ws_lines)
+    return gen.finish(doc)
+
+
+_SEGMENTED = ("cumsum", "cumprod", "logcumsumexp")
+_IDENT = {"cumsum": "0", "cumprod": "1", "logcumsumexp": "-math.inf", "cummax": "-math.inf", "cummin": "math.inf"}
+
+
+class _Scan:
+    def __init__(self, gen: SameShapeGen, kind: str, acc: str, segments: int = 1):
+        self.gen, self.kind, self.acc = gen, kind, acc
+        self.L = gen.L
+        self.k = gen.kernel.body
+        self.segments = segments
+        self.cps = cdiv(self.L.nch, segments)
+        self.totals = None
+        self.ws_lines: list[str] = []
+
+    def arg_combine(self) -> str:
+        """The (value, index) combine of cummax/cummin: lexicographic max/min of (value, index) (associative;
+        equal values keep the later index, like torch)."""
+        name = "scan_argmax" if self.kind == "cummax" else "scan_argmin"
+        op = ">" if self.kind == "cummax" else "<"
+        return name, op
+
+    def scan_tile(self, t: str) -> list[str]:
+        k, ax = self.k, self.L.axis
+        if self.kind == "cumsum":
+            k(f"y = ct.cumsum({t}, axis={ax})")
+            return ["y"]
+        if self.kind == "cumprod":
+            k(f"y = ct.cumprod({t}, axis={ax})")
+            return ["y"]
+        if self.kind == "logcumsumexp":
+            k(f"y = ct.scan({t}, axis={ax}, func=lambda a, b: {_logaddexp('a', 'b')}, identity=-math.inf)")
+            return ["y"]
+        _, op = self.arg_combine()
+        k(f"idx = ct.broadcast_to(cols, {self.L.tile})")
+        take = f"(bv {op} av) | ((bv == av) & (bi >= ai))"
+        k(f"y, yi = ct.scan(({t}, idx), axis={ax}, func=lambda av, ai, bv, bi: "
+          f"(ct.where({take}, bv, av), ct.where({take}, bi, ai)), identity=({'-' if op == '>' else ''}math.inf, -1))")
+        return ["y", "yi"]
+
+    def apply_carry(self, vals: list[str]) -> list[str]:
+        k = self.k
+        if self.kind == "cumsum":
+            k(f"y = {vals[0]} + carry")
+        elif self.kind == "cumprod":
+            k(f"y = {vals[0]} * carry")
+        elif self.kind == "logcumsumexp":
+            k(f"y = {_logaddexp(vals[0], 'carry')}")
+        else:
+            _, op = self.arg_combine()
+            k(f"take = {vals[0]} {op}= carry")  # the chunk is later than the carry: ties take the chunk
+            k(f"y = ct.where(take, {vals[0]}, carry)")
+            k(f"yi = ct.where(take, {vals[1]}, carry_i)")
+            return ["y", "yi"]
+        return ["y"]
+
+    def emit_totals(self) -> None:
+        """Kernel one of a segmented scan: each (row block, segment) reduces its chunks to one total."""
+        gen, L, kind = self.gen, self.L, self.kind
+        kern = Kernel(f"{gen.spec.id}_totals_kernel")
+        k = kern.body
+        L.emit_block_coords(k)
+        k(f"seg = ct.bid({1 if L.kind == 'row' else 2})")
+        k(f"acc = ct.full({L.tile}, {_IDENT[kind]}, dtype={self.acc})")
+        with k.block(f"for c in range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch})):"):
+            L.emit_chunk_coords(k, "c")
+            ctx = input_ctx(kern, L, gen.parts)
+            ctx.full_index = L.tile_index("c")
+            t = ctx.load(gen.parts.main, k, self.acc)
+            if L.needs_mask():
+                k(f"t = ct.where(cols < {L.R}, {t}, {_IDENT[kind]})")
+                t = "t"
+            if kind == "cumsum":
+                k(f"acc = acc + {t}")
+            elif kind == "cumprod":
+                k(f"acc = acc * {t}")
+            else:
+                k(f"acc = {_logaddexp('acc', t)}")
+        ax = L.axis
+        if kind == "cumsum":
+            k(f"total = ct.sum(acc, axis={ax}, keepdims=True)")
+        elif kind == "cumprod":
+            k(f"total = ct.prod(acc, axis={ax}, keepdims=True)")
+        else:
+            k(f"top = ct.max(acc, axis={ax}, keepdims=True)")
+            k("top_ref = ct.where(top == -math.inf, 0.0, top)")
+            k(f"total = top_ref + ct.log(ct.sum(ct.exp(acc - top_ref), axis={ax}, keepdims=True))")
+        S = self.segments
+        dt = {"ct.float32": "float32", "ct.int64": "int64"}[self.acc]
+        self.ws_lines = [f"seg_totals = torch.empty(({S}, {L.O}, {L.I}), dtype=torch.{dt}, "
+                         f"device={gen.device}.device)"]
+        ws = kern.tensor("ws", "seg_totals")
+        if L.kind == "row":
+            k(f"ct.store({ws}, index=(seg, pid, 0), tile=ct.reshape(total, (1, {L.BO}, 1)))")
+        else:
+            k(f"ct.store({ws}, index=(seg, pid, pid_i), tile=ct.reshape(total, (1, {L.BO}, {L.BI})))")
+        self.totals = (kern, L.grid() + (S,), f"{', '.join(gen.spec.operations)}: per-segment totals of "
+                       f"{self.kind} (segments of {self.cps} chunks)")
+
+    def emit_offset(self) -> None:
+        """Kernel two of a segmented scan starts from the combined totals of the earlier segments."""
+        gen, L, k, kind = self.gen, self.L, self.k, self.kind
+        S = self.segments
+        k(f"seg = ct.bid({1 if L.kind == 'row' else 2})")
+        if L.kind == "row":
+            ws = gen.kernel.tensor("ws", f"seg_totals.reshape({S}, {L.O})")
+            k(f"prev = ct.load({ws}, index=(0, pid), shape=({S}, {L.BO}))")
+            k(f"earlier = ct.arange({S}, dtype=ct.int32)[:, None] < seg")
+            shape = f"({L.BO}, 1)"
+        else:
+            ws = gen.kernel.tensor("ws", "seg_totals")
+            k(f"prev = ct.load({ws}, index=(0, pid, pid_i), shape=({S}, {L.BO}, {L.BI}))")
+            k(f"earlier = ct.arange({S}, dtype=ct.int32)[:, None, None] < seg")
+            shape = f"({L.BO}, 1, {L.BI})"
+        k(f"prev = ct.where(earlier, prev, {_IDENT[kind]})")
+        if kind == "cumsum":
+            k("off = ct.sum(prev, axis=0, keepdims=True)")
+        elif kind == "cumprod":
+            k("off = ct.prod(prev, axis=0, keepdims=True)")
+        else:
+            k("top = ct.max(prev, axis=0, keepdims=True)")
+            k("top_ref = ct.where(top == -math.inf, 0.0, top)")
+            k("off = top_ref + ct.log(ct.sum(ct.exp(prev - top_ref), axis=0, keepdims=True))")
+        k(f"carry = ct.reshape(off, {shape})")
+
+    def emit(self) -> None:
+        k, L, gen = self.k, self.L, self.gen
+        L.emit_block_coords(k)
+        chunked = L.nch > 1
+        if self.segments > 1:
+            self.emit_totals()
+            self.emit_offset()
+            header = f"for c in range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch})):"
+        elif chunked:
+            k(f"carry = ct.full({L.red_tile}, {_IDENT[self.kind]}, dtype={self.acc})")
+            if self.kind in ("cummax", "cummin"):
+                k(f"carry_i = ct.full({L.red_tile}, -1, dtype=ct.int32)")
+            header = f"for c in range({L.nch}):"
+        if chunked:
+            ctx_block = k.block(header)
+            ctx_block.__enter__()
+        chunk = "c" if chunked else "0"
+        if self.acc == "ct.float32":
+            t, env, ctx = gen.load_tile(chunk)
+        else:  # integer scans: exact int64 arithmetic, no fused ops
+            L.emit_chunk_coords(k, chunk)
+            ctx = input_ctx(gen.kernel, L, gen.parts)
+            ctx.full_index = L.tile_index(chunk)
+            t = ctx.load(gen.parts.main, k, self.acc)
+            env = {gen.parts.main: t}
+        vals = self.scan_tile(t)
+        if chunked:
+            vals = self.apply_carry(vals)
+            last = "(0, %d)" % (L.BR - 1) if L.kind == "row" else "(0, %d, 0)" % (L.BR - 1)
+            k(f"carry = ct.extract({vals[0]}, {last}, shape={L.red_tile})")
+            if len(vals) > 1:
+                k(f"carry_i = ct.extract({vals[1]}, {last}, shape={L.red_tile})")
+        env = dict(env)
+        anchor = gen.parts.anchor.node
+        env[anchor] = vals[0]
+        for gv, idx in gen.parts.getitems.items():
+            if idx < len(vals):
+                env[gv] = vals[idx]
+        env = emit_ops(gen.parts.epilogue, env, lambda v: ctx.load(v, k), k)
+        gen.store_outputs(env, chunk)
+        if chunked:
+            ctx_block.__exit__(None, None, None)

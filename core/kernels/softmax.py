@@ -1,0 +1,101 @@
+"""softmax / log_softmax (and _softmax, _log_softmax, _safe_softmax) over any dim, with fused prologue (scale,
+additive mask, masked_fill) and epilogue.
+
+A row that fits a tile (up to 8192 elements) is loaded once: max, exp, sum and the normalised store happen in
+registers. Longer rows take two passes: an online pass keeps a running (max, sum of exp) per row, rescaling the
+sum when the max grows, then a second pass recomputes the prologue and writes exp(x - max) / sum. Softmax over
+an inner dim (dim=1 of NCHW) keeps the trailing dims innermost (the `col` layout) and reduces along tile axis 1.
+"""
+
+from __future__ import annotations
+
+from ..specs import KernelSpec
+from .base import KernelSource, Unsupported
+from .rowwise import (SameShapeGen, choose_tiles_full_row, decode, emit_ops, make_layout, norm_dims, split_spec)
+
+_OPS = {"softmax": (False, False), "_softmax": (False, False), "_safe_softmax": (False, True),
+        "log_softmax": (True, False), "_log_softmax": (True, False)}
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    parts = split_spec(spec, {"softmax"})
+    op = parts.anchor
+    if op.op not in _OPS:
+        raise Unsupported(f"softmax-like op {op.target}")
+    log, safe = _OPS[op.op]
+    shape = list(op.output)
+    dim = decode(op.attrs.get("dim", -1))
+    dims = norm_dims(dim, len(shape)) if shape else []
+    layout = choose_tiles_full_row(make_layout(shape, dims))
+    gen = SameShapeGen(spec, parts, layout)
+    g = _Softmax(gen, log, safe)
+    g.emit()
+    what = "log_softmax" if log else "softmax"
+    doc = (f"{', '.join(spec.operations)}: {what} over dim {dims} of {shape} as {layout.kind} {layout.view_shape}, "
+           f"tile {layout.tile}" + (", one pass" if layout.nch == 1 else f", two passes over {layout.nch} chunks"))
+    return gen.finish(doc)
+
+
+class _Softmax:
+    def __init__(self, gen: SameShapeGen, log: bool, safe: bool):
+        self.gen, self.log, self.safe = gen, log, safe
+        self.L = gen.L
+        self.k = gen.kernel.body
+
+    def masked_input(self, chunk: str):
+        t, env, ctx = self.gen.load_tile(chunk)
+        k, L = self.k, self.L
+        if L.needs_mask():
+            k(f"xs = ct.where(cols < {L.R}, {t}, -math.inf)")
+            return "xs", env, ctx
+        return t, env, ctx
+
+    def finish_tile(self, env, ctx, chunk: str, xs: str, row_max: str, row_sum: str,
+                    skip: set[str] = frozenset(), exps: str | None = None) -> None:
+        k, L = self.k, self.L
+        if self.log:
+            k(f"y = {xs} - {row_max} - ct.log({row_sum})")
+        else:
+            k(f"y = {exps or f'ct.exp({xs} - {row_max})'} * (1.0 / {row_sum})")
+            if self.safe:
+                k(f"y = ct.where({row_sum} == 0.0, 0.0, y)")
+        env = dict(env)
+        env[self.gen.parts.anchor.node] = "y"
+        env = emit_ops(self.gen.parts.epilogue, env, lambda v: ctx.load(v, k), k)
+        outs = {t.graph_value for _, t in self.gen.out_views} - skip
+        self.gen.store_outputs(env, chunk, outs)
+
+    def row_max(self, m: str) -> str:
+        # a row of -inf: torch gives NaN for softmax (exp(-inf - -inf)); _safe_softmax gives zeros
+        if self.safe:
+            self.k(f"m_safe = ct.where({m} == -math.inf, 0.0, {m})")
+            return "m_safe"
+        return m
+
+    def emit(self) -> None:
+        k, L = self.k, self.L
+        L.emit_block_coords(k)
+        ax = L.axis
+        if L.nch == 1:
+            xs, env, ctx = self.masked_input("0")
+            k(f"m = ct.max({xs}, axis={ax}, keepdims=True)")
+            m = self.row_max("m")
+            k(f"e = ct.exp({xs} - {m})")
+            k(f"s = ct.sum(e, axis={ax}, keepdims=True)")
+            self.finish_tile(env, ctx, "0", xs, m, "s", exps="e")
+            return
+        pro_outs = {t.graph_value for _, t in self.gen.out_views} & self.gen.parts.prologue_values
+        k(f"m = ct.full({L.red_tile}, -math.inf, dtype=ct.float32)")
+        k(f"s = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
+        with k.block(f"for c in range({L.nch}):"):
+            xs, env, ctx = self.masked_input("c")
+            if pro_outs:
+                self.gen.store_outputs(env, "c", pro_outs)
+            k(f"m_new = ct.maximum(m, ct.max({xs}, axis={ax}, keepdims=True))")
+            k("m_ref = ct.where(m_new == -math.inf, 0.0, m_new)")
+            k(f"s = s * ct.exp(m - m_ref) + ct.sum(ct.exp({xs} - m_ref), axis={ax}, keepdims=True)")
+            k("m = m_new")
+        m = self.row_max("m")
+        with k.block(f"for c in range({L.nch}):"):
+            xs, env, ctx = self.masked_input("c")
+            self.finish_tile(env, ctx, "c", xs, m, "s", skip=pro_outs)

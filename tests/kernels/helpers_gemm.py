@@ -1,0 +1,158 @@
+"""Test helpers of the matmul and conv families: source registration for AOT compiles, the CPU emulator extended
+with tiled views (the conv kernels' box loads at element offsets), and strided-input makers."""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+
+import torch
+
+
+def register_source(spec_id: str, code: str) -> None:
+    """Make generated source visible to `inspect` (cuTile re-reads a kernel's source when compiling; aot.load_source
+    execs it under the name "<kernel ID>")."""
+    name = f"<kernel {spec_id}>"
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+
+
+def compile_spec(spec, arches=("sm_90", "sm_100")):
+    """helpers.compile_all with the generated source registered first; returns the KernelSource."""
+    from tilestudio.core.kernels import generate_kernel
+
+    from .helpers import compile_all
+
+    register_source(spec.id, generate_kernel(spec).code)
+    return compile_all(spec, arches)
+
+
+class _TiledView:
+    """Emulated `Array.tiled_view`: tile i starts at element i * step; partial tiles are padded, a tile entirely
+    outside the array (undefined behaviour in cuTile) raises."""
+
+    def __init__(self, array, tile_shape, padding_mode=None, traversal_steps=None):
+        from .cutile_emulator import _PAD, PaddingMode, _check_shape
+
+        self.array = array
+        self.shape = _check_shape(tile_shape)
+        self.steps = tuple(traversal_steps) if traversal_steps is not None else self.shape
+        mode = padding_mode if padding_mode is not None else PaddingMode.UNDETERMINED
+        self.pad = _PAD[mode]
+
+    def load(self, index, **_):
+        index = tuple(int(i) for i in (index if isinstance(index, (tuple, list)) else (index,)))
+        arr = self.array
+        if len(index) != arr.dim():
+            raise ValueError(f"tiled view load: index {index} for a rank-{arr.dim()} array")
+        out = torch.full(self.shape, self.pad if arr.is_floating_point() else 0, dtype=arr.dtype)
+        src, dst = [], []
+        for i, s, st, n in zip(index, self.shape, self.steps, arr.shape):
+            lo = i * st
+            if i < 0 or lo >= n:
+                raise IndexError(f"tiled view load: tile {index} (origin {lo}) lies outside the array "
+                                 f"{tuple(arr.shape)} (undefined behaviour)")
+            hi = min(lo + s, n)
+            src.append(slice(lo, hi))
+            dst.append(slice(0, hi - lo))
+        out[tuple(dst)] = arr[tuple(src)]
+        return out
+
+
+@contextlib.contextmanager
+def tiled_views():
+    had = hasattr(torch.Tensor, "tiled_view")
+    if not had:
+        torch.Tensor.tiled_view = lambda self, tile_shape, padding_mode=None, traversal_steps=None: _TiledView(
+            self, tile_shape, padding_mode, traversal_steps)
+    try:
+        yield
+    finally:
+        if not had:
+            del torch.Tensor.tiled_view
+
+
+def check_emulated(spec, source, seed: int = 0, make_input=None):
+    """checking.check_kernel on the CPU through the cuTile emulator (with tiled views)."""
+    from .cutile_emulator import check_emulated as check
+
+    with tiled_views():
+        return check(spec, source, seed=seed, make_input=make_input)
+
+
+def transposed_inputs(names: set[str]):
+    """A make_input for check_kernel that gives the named activations column-major storage (a .t()/.mT view), so
+    launch wrappers see the strided views glue produces."""
+    from tilestudio.core.kernels.checking import random_input
+
+    def make(t, gen):
+        x = random_input(t, "cpu", gen)
+        if t.name in names and isinstance(x, torch.Tensor) and x.dim() >= 2:
+            return x.transpose(-1, -2).contiguous().transpose(-1, -2)
+        return x
+
+    return make
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# snippet specs and GPU-test plumbing shared by the matmul/conv test files
+
+DTYPES = ("float32", "float16", "bfloat16")
+DT = {"float32": "", "float16": ".half()", "bfloat16": ".to(torch.bfloat16)"}
+
+
+def snippet_specs(body: str, inputs: str, family: str):
+    """Every spec of `family` built from an inline model snippet (our own trusted test code)."""
+    from .helpers import decompose_source
+
+    dec = decompose_source(body, inputs)
+    return [k for k in dec.kernels if k.family == family]
+
+
+def snippet_spec(body: str, inputs: str, family: str):
+    specs = snippet_specs(body, inputs, family)
+    assert len(specs) == 1, f"expected one {family} spec, got {[k.operations for k in specs]}"
+    return specs[0]
+
+
+def module_model(init: str, forward: str, args: str = "x") -> str:
+    """A model with submodules built by `init` (statements, `;`-separated) whose forward returns `forward`."""
+    stmts = "\n".join(f"        {s.strip()}" for s in init.split(";") if s.strip()) or "        pass"
+    return (f"class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n{stmts}\n"
+            f"    def forward(self, {args}):\n        return {forward}\n")
+
+
+def run_check(spec, make_input=None, check=None):
+    """Generate (no skeleton), register the source, run `check` (default checking.check_kernel on the GPU)."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.checking import check_kernel
+
+    source = generate_kernel(spec)
+    assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
+    register_source(spec.id, source.code)
+    return (check or check_kernel)(spec, source, make_input=make_input)
+
+
+_COMPILED: set = set()
+
+
+def compile_spec_dedup(spec, arches=("sm_90", "sm_100")):
+    """compile_spec, skipping the AOT compile of a launch identical (code modulo the spec id, argument types) to
+    one already compiled in this session (the corpus has many structurally identical kernels)."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_launch, trace_launches
+
+    source = generate_kernel(spec)
+    assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
+    register_source(spec.id, source.code)
+    records = trace_launches(source, spec)
+    assert records, f"{spec.id}: the launch wrapper launched nothing"
+    generic = source.code.replace(spec.id, "KERNEL")
+    for rec in records:
+        for arch in arches:
+            key = (generic, rec.kernel_name.replace(spec.id, "KERNEL"), tuple(rec.arg_summary), arch)
+            if key in _COMPILED:
+                continue
+            size, _ = compile_launch(rec, arch)
+            assert size > 0
+            _COMPILED.add(key)
+    return source

@@ -1,0 +1,106 @@
+"""Test helpers of the pool, gather, loss and attention families."""
+
+from __future__ import annotations
+
+import linecache
+import os
+
+import torch
+
+from corpus import corpus_files
+
+CORPUS = [p for p in corpus_files() if not p.name.startswith("big_")]
+
+
+def register_source(source) -> None:
+    """Make generated source visible to `inspect` (cuTile reads a kernel's source when compiling); aot.load_source
+    execs it under the file name "<kernel ID>". Harmless once aot.py registers it itself."""
+    name = f"<kernel {source.spec_id}>"
+    linecache.cache[name] = (len(source.code), None, source.code.splitlines(True), name)
+
+
+def compile_spec(spec, arches=("sm_90", "sm_100")):
+    """Generate (no skeleton allowed), trace on meta tensors and AOT-compile every launch; returns the source."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_launch, trace_launches
+
+    source = generate_kernel(spec)
+    assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
+    register_source(source)
+    records = trace_launches(source, spec)
+    assert records, f"{spec.id}: the launch wrapper launched nothing"
+    for rec in records:
+        for arch in arches:
+            size, _ = compile_launch(rec, arch)
+            assert size > 0
+    return source
+
+
+def family_specs(dec, family: str):
+    return [k for k in dec.kernels if k.family == family]
+
+
+def snippet_spec(body: str, inputs: str, family: str, init: str = "[]"):
+    """The single spec of `family` produced by an inline model snippet."""
+    from .helpers import decompose_source
+
+    dec = decompose_source(body, inputs, init)
+    specs = family_specs(dec, family)
+    assert len(specs) == 1, f"expected one {family} spec, got {[(k.family, k.operations) for k in dec.kernels]}"
+    return specs[0]
+
+
+def forward(expr: str, args: str = "x") -> str:
+    """A model whose forward returns `expr`."""
+    return f"class Model(nn.Module):\n    def forward(self, {args}):\n        return {expr}\n"
+
+
+def make_inputs(int_ranges: dict[str, tuple[int, int]] | None = None, positive: tuple[str, ...] = (),
+                probs: tuple[str, ...] = (), signs: tuple[str, ...] = ()):
+    """A `make_input` for check_kernel: integer inputs drawn from [lo, hi) per input name (default [0, 4)),
+    `positive` float inputs in [0.1, 1.1), `probs` in (0, 1), `signs` in {-1, +1}; others standard normal."""
+    int_ranges = int_ranges or {}
+
+    def make(t, gen):
+        if t.role == "scalar":
+            return t.value
+        dtype = getattr(torch, t.dtype)
+        if dtype == torch.bool:
+            return torch.rand(t.shape, generator=gen) > 0.3
+        if not dtype.is_floating_point:
+            lo, hi = int_ranges.get(t.name, (0, 4))
+            return torch.randint(lo, hi, t.shape, generator=gen, dtype=dtype)
+        if t.name in positive:
+            x = torch.rand(t.shape, generator=gen) + 0.1
+        elif t.name in probs:
+            x = torch.rand(t.shape, generator=gen) * 0.98 + 0.01
+        elif t.name in signs:
+            x = (torch.rand(t.shape, generator=gen) > 0.5).float() * 2 - 1
+        else:
+            x = torch.randn(t.shape, generator=gen)
+        return x.to(dtype)
+
+    return make
+
+
+def model_id(path) -> str:
+    return os.path.splitext(os.path.basename(str(path)))[0]
+
+
+DTYPES = ("float32", "float16", "bfloat16")
+DT = {"float32": "", "float16": ".half()", "bfloat16": ".to(torch.bfloat16)"}
+
+
+def shape_str(shape) -> str:
+    return ", ".join(str(s) for s in shape)
+
+
+def run_check(spec, make_input=None, check=None):
+    """Generate (no skeleton), then run `check` (default: checking.check_kernel on the GPU); returns its result."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.checking import check_kernel
+
+    source = generate_kernel(spec)
+    assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
+    register_source(source)
+    return (check or check_kernel)(spec, source, make_input=make_input)

@@ -1,0 +1,71 @@
+"""Attention family (CPU): the corpus attention spec and one scaled_dot_product_attention snippet per variant
+generate, trace and compile ahead of time for sm_90 and sm_100; the snippets are also executed by the CPU emulator
+against their references."""
+
+from __future__ import annotations
+
+import pytest
+
+from .cutile_emu import emulated_check
+from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
+
+FAMILY = "attention"
+SDPA = "F.scaled_dot_product_attention"
+
+
+def qkv(b, h, lq, s, e, ev=None, dtype="", hk=None):
+    ev = ev or e
+    hk = hk or h
+    lead_q = f"{b}, {h}, " if h else f"{b}, "
+    lead_k = f"{b}, {hk}, " if h else f"{b}, "
+    return (f"torch.randn({lead_q}{lq}, {e}){dtype}, torch.randn({lead_k}{s}, {e}){dtype}, "
+            f"torch.randn({lead_k}{s}, {ev}){dtype}")
+
+
+# name → (forward body, inputs)
+CASES = {
+    "plain_fp32": (forward(f"{SDPA}(q, k, v)", "q, k, v"), f"[{qkv(2, 3, 13, 13, 12)}]"),
+    "causal_fp16_rect": (forward(f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
+                         f"[{qkv(2, 3, 21, 37, 64, dtype='.half()')}]"),
+    "causal_long_bf16": (forward(f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
+                         f"[{qkv(1, 2, 300, 300, 80, dtype='.to(torch.bfloat16)')}]"),
+    "bool_mask_2d_scale": (forward(f"{SDPA}(q, k, v, attn_mask=m, scale=0.3)", "q, k, v, m"),
+                           f"[{qkv(2, 2, 7, 9, 16)}, torch.rand(7, 9) > 0.3]"),
+    "key_padding_mask_fp16": (forward(f"{SDPA}(q, k, v, attn_mask=m)", "q, k, v, m"),
+                              f"[{qkv(2, 4, 33, 70, 32, dtype='.half()')}, torch.rand(2, 1, 1, 70) > 0.2]"),
+    "float_mask": (forward(f"{SDPA}(q, k, v, attn_mask=m)", "q, k, v, m"),
+                   f"[{qkv(2, 3, 10, 20, 24)}, torch.randn(2, 1, 10, 20)]"),
+    "gqa_value_dim": (forward(f"{SDPA}(q, k, v, enable_gqa=True)", "q, k, v"),
+                      f"[{qkv(2, 4, 7, 9, 16, ev=40, hk=2)}]"),
+    "rank3": (forward(f"{SDPA}(q, k, v)", "q, k, v"), f"[{qkv(3, 0, 5, 11, 8)}]"),
+    "head_dim_256_fp16": (forward(f"{SDPA}(q, k, v)", "q, k, v"), f"[{qkv(1, 2, 40, 50, 256, dtype='.half()')}]"),
+    "epilogue_residual": (forward(f"{SDPA}(q, k, v) * 0.5 + q", "q, k, v"), f"[{qkv(2, 2, 9, 9, 16)}]"),
+}
+BOTH_ARCHES = {"causal_fp16_rect", "key_padding_mask_fp16"}
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=model_id)
+def test_corpus_attention_specs_compile(path, analyses):
+    _, dec = analyses(path)
+    specs = family_specs(dec, FAMILY)
+    if not specs:
+        pytest.skip("no attention kernel in this model")
+    for spec in specs:
+        compile_spec(spec, ("sm_90", "sm_100"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_attention_variant_compiles_and_emulates(name):
+    body, inputs = CASES[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
+    result = emulated_check(spec, source, make_input=make_inputs())
+    assert result.ok, result.message
+
+
+def test_dropout_is_unsupported():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(forward(f"{SDPA}(q, k, v, dropout_p=0.1)", "q, k, v"), f"[{qkv(1, 1, 4, 4, 8)}]", FAMILY)
+    source = generate_kernel(spec)
+    assert source.skeleton and "dropout" in source.notes[0]

@@ -1,0 +1,65 @@
+"""Attention family on the GPU: scaled_dot_product_attention variants on three problem sizes (unaligned sequence
+lengths and head dims included) in float32/float16/bfloat16, checked against the float64 reference with poisoned
+outputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers_indexed import DT, DTYPES, forward, make_inputs, run_check, snippet_spec
+
+pytestmark = pytest.mark.gpu
+CHECK = None  # checking.check_kernel; swapped for the CPU emulator when validating this file without a GPU
+SDPA = "F.scaled_dot_product_attention"
+
+
+def _qkv(shape, dt):
+    """shape = (B, H, L, S, E[, Ev[, Hk]]); H == 0 means rank-3 inputs."""
+    b, h, lq, s, e, *rest = shape
+    ev = rest[0] if rest else e
+    hk = rest[1] if len(rest) > 1 else h
+    lq_, lk_ = (f"{b}, {h}, ", f"{b}, {hk}, ") if h else (f"{b}, ", f"{b}, ")
+    return (f"torch.randn({lq_}{lq}, {e}){dt}, torch.randn({lk_}{s}, {e}){dt}, "
+            f"torch.randn({lk_}{s}, {ev}){dt}")
+
+
+def _with_mask(mask):
+    def build(shape, dt):
+        b, h, lq, s = shape[:4]
+        return _qkv(shape, dt) + ", " + mask.format(B=b, H=h, L=lq, S=s, dt=dt)
+    return build
+
+
+SHAPES = [(2, 3, 13, 13, 12), (4, 8, 1024, 1024, 64), (1, 2, 77, 300, 80)]
+# name → (forward expression, args, input builder, shapes)
+VARIANTS = {
+    "plain": (f"{SDPA}(q, k, v)", "q, k, v", _qkv, SHAPES),
+    "causal": (f"{SDPA}(q, k, v, is_causal=True)", "q, k, v", _qkv,
+               [(2, 3, 21, 37, 64), (2, 8, 1000, 1000, 128), (1, 1, 300, 77, 16)]),
+    "scale": (f"{SDPA}(q, k, v, scale=0.3)", "q, k, v", _qkv, SHAPES),
+    "bool_mask": (f"{SDPA}(q, k, v, attn_mask=m)", "q, k, v, m", _with_mask("torch.rand({L}, {S}) > 0.3"),
+                  [(2, 2, 7, 9, 16), (2, 4, 500, 700, 64), (1, 1, 1, 1, 8)]),
+    "key_padding_mask": (f"{SDPA}(q, k, v, attn_mask=m)", "q, k, v, m",
+                         _with_mask("torch.rand({B}, 1, 1, {S}) > 0.2"),
+                         [(2, 4, 33, 70, 32), (8, 8, 512, 512, 64), (1, 1, 3, 5, 8)]),
+    "float_mask": (f"{SDPA}(q, k, v, attn_mask=m)", "q, k, v, m",
+                   _with_mask("torch.randn({B}, 1, {L}, {S}){dt}"),
+                   [(2, 3, 10, 20, 24), (2, 8, 600, 600, 64), (1, 1, 1, 3, 8)]),
+    "gqa": (f"{SDPA}(q, k, v, enable_gqa=True)", "q, k, v", _qkv,
+            [(2, 4, 7, 9, 16, 40, 2), (2, 32, 512, 512, 128, 128, 8), (1, 2, 5, 5, 8, 8, 1)]),
+    "rank3": (f"{SDPA}(q, k, v)", "q, k, v", _qkv, [(3, 0, 5, 11, 8), (16, 0, 500, 300, 96), (1, 0, 1, 1, 4)]),
+    "head_dim_256": (f"{SDPA}(q, k, v)", "q, k, v", _qkv, [(1, 2, 40, 50, 256), (2, 4, 512, 512, 256),
+                                                           (1, 1, 3, 3, 200)]),
+    "epilogue_residual": (f"{SDPA}(q, k, v) * 0.5 + q", "q, k, v", _qkv,
+                          [(2, 2, 9, 9, 16), (2, 8, 512, 512, 64), (1, 1, 1, 1, 8)]),
+}
+CASES = [(name, shape, dtype) for name, v in VARIANTS.items() for shape in v[3] for dtype in DTYPES]
+IDS = [f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES]
+
+
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=IDS)
+def test_attention_kernel_matches_reference(name, shape, dtype):
+    expr, args, build, _ = VARIANTS[name]
+    spec = snippet_spec(forward(expr, args), f"[{build(shape, DT[dtype])}]", "attention")
+    result = run_check(spec, make_inputs(), CHECK)
+    assert result.ok, result.message

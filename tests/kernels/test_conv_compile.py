@@ -1,0 +1,141 @@
+"""Conv family (CPU): every corpus convolution spec generates, traces on meta tensors and compiles ahead of time
+for sm_90 and sm_100; one snippet per variant (1-D/2-D/3-D, transposed, stride/padding/'same'/dilation/groups/
+output_padding, depthwise, 1x1, batch norm folding, fused epilogues with side inputs, float32/float16/bfloat16,
+odd spatial sizes) compiles and runs on the CPU emulator against its float64 reference; the GPU test file's cases
+are validated the same way."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from corpus import corpus_files
+
+from . import test_conv_gpu
+from .helpers_gemm import check_emulated, compile_spec_dedup, module_model, snippet_spec
+
+FAMILY = "conv"
+CORPUS = [p for p in corpus_files() if not p.name.startswith("big_")]
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_corpus_conv_specs_compile(path, analyses):
+    _, dec = analyses(path)
+    specs = [k for k in dec.kernels if k.family == FAMILY]
+    if not specs:
+        pytest.skip("no convolution kernel in this model")
+    for spec in specs:
+        compile_spec_dedup(spec, ("sm_90", "sm_100"))
+
+
+def _m(init: str, forward: str, args: str = "x") -> str:
+    return module_model(init, forward, args)
+
+
+CASES = {
+    "ct2d_dilation_s3_output_padding": (_m("self.c = nn.ConvTranspose2d(6, 5, 3, stride=3, padding=2, "
+                                           "output_padding=1, dilation=2)", "self.c(x)"), "[torch.randn(2, 6, 7, 9)]"),
+    "ct2d_groups": (_m("self.c = nn.ConvTranspose2d(6, 4, 4, stride=2, padding=1, groups=2)", "self.c(x)"),
+                    "[torch.randn(2, 6, 7, 9)]"),
+    "ct2d_dilation2_s2": (_m("self.c = nn.ConvTranspose2d(4, 4, 3, stride=2, dilation=2)", "self.c(x)"),
+                          "[torch.randn(1, 4, 5, 6)]"),
+    "ct2d_s1_relu": (_m("self.c = nn.ConvTranspose2d(4, 8, 3, stride=1, padding=1)", "torch.relu(self.c(x))"),
+                     "[torch.randn(2, 4, 9, 10)]"),
+    "ct1d_s4_nobias": (_m("self.c = nn.ConvTranspose1d(3, 5, 7, stride=4, padding=3, output_padding=2, bias=False)",
+                          "self.c(x)"), "[torch.randn(2, 3, 13)]"),
+    "ct3d_bn_relu": (_m("self.c = nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1); self.bn = nn.BatchNorm3d(6)",
+                        "torch.relu(self.bn(self.c(x)))"), "[torch.randn(2, 4, 3, 5, 6)]"),
+    "ct2d_fp16": (_m("self.c = nn.ConvTranspose2d(8, 6, 4, stride=2, padding=1).half()", "self.c(x)"),
+                  "[torch.randn(2, 8, 5, 7).half()]"),
+    "c2d_same_dilation": (_m("self.c = nn.Conv2d(5, 7, (3, 5), padding='same', dilation=(2, 1))", "self.c(x)"),
+                          "[torch.randn(2, 5, 11, 13)]"),
+    "c2d_k4s2_bn_silu_nobias": (_m("self.c = nn.Conv2d(5, 24, 4, stride=2, padding=1, bias=False); "
+                                   "self.bn = nn.BatchNorm2d(24)", "F.silu(self.bn(self.c(x)))"),
+                                "[torch.randn(2, 5, 17, 19)]"),
+    "c1d_s3_dilation2": (_m("self.c = nn.Conv1d(6, 9, 5, stride=3, padding=4, dilation=2)", "self.c(x)"),
+                         "[torch.randn(3, 6, 41)]"),
+    "c3d_stride_groups": (_m("self.c = nn.Conv3d(6, 8, 3, stride=(1, 2, 2), padding=1, groups=2)", "self.c(x)"),
+                          "[torch.randn(2, 6, 5, 9, 10)]"),
+    "depthwise_k5s2": (_m("self.c = nn.Conv2d(12, 12, 5, stride=2, padding=2, groups=12)", "self.c(x)"),
+                       "[torch.randn(2, 12, 15, 17)]"),
+    "depthwise_1d": (_m("self.c = nn.Conv1d(8, 8, 3, padding=1, groups=8)", "self.c(x)"), "[torch.randn(2, 8, 33)]"),
+    "depthwise_bn_relu6_bf16": (_m("self.c = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False).to(torch.bfloat16); "
+                                   "self.bn = nn.BatchNorm2d(8).to(torch.bfloat16)", "F.relu6(self.bn(self.c(x)))"),
+                                "[torch.randn(2, 8, 9, 11).to(torch.bfloat16)]"),
+    "channel_multiplier": (_m("self.c = nn.Conv2d(4, 8, 3, padding=1, groups=4)", "self.c(x)"),
+                           "[torch.randn(2, 4, 9, 11)]"),
+    "c2d_sigmoid_scale_residual": (_m("self.c = nn.Conv2d(8, 8, 3, padding=1); "
+                                      "self.s = nn.Parameter(torch.randn(1, 8, 1, 1))",
+                                      "torch.sigmoid(self.c(x)) * self.s + r", "x, r"),
+                                   "[torch.randn(2, 8, 10, 12), torch.randn(2, 8, 10, 12)]"),
+    "c2d_partial_broadcast_side": (_m("self.c = nn.Conv2d(8, 8, 3, padding=1)", "self.c(x) + r", "x, r"),
+                                   "[torch.randn(2, 8, 10, 12), torch.randn(2, 1, 10, 1)]"),
+    "c2d_1x1_fp16": (_m("self.c = nn.Conv2d(16, 32, 1).half()", "F.relu(self.c(x))"),
+                     "[torch.randn(2, 16, 9, 11).half()]"),
+    "c2d_1x1_stride2": (_m("self.c = nn.Conv2d(16, 8, 1, stride=2)", "self.c(x)"), "[torch.randn(2, 16, 9, 11)]"),
+    "c2d_s2_bf16": (_m("self.c = nn.Conv2d(6, 20, 3, stride=2).to(torch.bfloat16)", "self.c(x)"),
+                    "[torch.randn(2, 6, 13, 15).to(torch.bfloat16)]"),
+    "c2d_groups_bn": (_m("self.c = nn.Conv2d(8, 12, 3, groups=4, padding=1); self.bn = nn.BatchNorm2d(12)",
+                         "self.bn(self.c(x))"), "[torch.randn(2, 8, 7, 9)]"),
+    "c2d_many_channels": (_m("self.c = nn.Conv2d(80, 40, 3, padding=1)", "self.c(x)"), "[torch.randn(1, 80, 6, 7)]"),
+    "functional_conv_weight_input": (_m("", "F.conv2d(x, w, None, 1, 1)", "x, w"),
+                                     "[torch.randn(2, 4, 9, 10), torch.randn(6, 4, 3, 3)]"),
+}
+BOTH_ARCHES = {"ct3d_bn_relu", "c2d_k4s2_bn_silu_nobias", "depthwise_k5s2", "c2d_1x1_fp16", "c1d_s3_dilation2"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conv_variant_compiles_and_emulates(name):
+    model, inputs = CASES[name]
+    spec = snippet_spec(model, inputs, FAMILY)
+    source = compile_spec_dedup(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+
+
+def _code(name):
+    from tilestudio.core.kernels import generate_kernel
+
+    return generate_kernel(snippet_spec(*CASES[name], FAMILY))
+
+
+def test_kernel_shapes_by_case():
+    assert "depthwise" in _code("depthwise_k5s2").notes[0]
+    one_by_one = _code("c2d_1x1_fp16")
+    assert "read in place" in one_by_one.notes[0] and "_pad_kernel" not in one_by_one.code
+    transposed = _code("ct2d_groups")
+    assert "ct.scatter(" in transposed.code and "ct.mma(" in transposed.code
+    folded = _code("c2d_k4s2_bn_silu_nobias")
+    assert folded.prepare_name and "bn_scale" in folded.code
+
+
+def test_no_host_compute_in_launch():
+    """launch_ only allocates, rearranges and launches (the batch norm fold lives in prepare_)."""
+    for name in CASES:
+        launch = _code(name).code.split("def launch_")[1]
+        for banned in ("rsqrt", ".float()", "F.", "torch.nn", "unfold", "im2col"):
+            assert banned not in launch, f"{name}: {banned!r} in launch_"
+
+
+def test_box_tiles():
+    from tilestudio.core.kernels.conv import _box
+
+    assert _box(56, 56, 64) == (8, 8)
+    assert _box(224, 224, 128) == (4, 32)
+    assert _box(1, 4096, 128) == (1, 128)
+    assert _box(5, 5, 128) == (8, 8)
+
+
+def _smallest(shapes):
+    return min(shapes, key=math.prod)
+
+
+GPU_SMOKE = [(name, _smallest(shapes), dtype) for name, (_, shapes) in test_conv_gpu.VARIANTS.items()
+             for dtype in ("float32", "float16")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", GPU_SMOKE, ids=[f"{n}-{d}" for n, _, d in GPU_SMOKE])
+def test_gpu_cases_pass_on_the_emulator(name, shape, dtype, monkeypatch):
+    monkeypatch.setattr(test_conv_gpu, "CHECK", check_emulated)
+    test_conv_gpu.test_conv_kernel_matches_reference(name, shape, dtype)

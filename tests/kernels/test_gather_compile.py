@@ -1,0 +1,89 @@
+"""Gather family (CPU): every corpus gather spec and one snippet per op variant generate, trace and compile ahead
+of time for sm_90 and sm_100; the snippets are also executed by the CPU emulator against their references."""
+
+from __future__ import annotations
+
+import pytest
+
+from .cutile_emu import emulated_check
+from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
+
+FAMILY = "gather"
+
+# name → (forward body, inputs, make_input kwargs)
+CASES = {
+    "embedding": (forward("F.embedding(i, w)", "w, i"), "[torch.randn(37, 45), torch.randint(0, 37, (3, 7))]",
+                  {"int_ranges": {"i": (0, 37)}}),
+    "embedding_fp16_pad_idx": (forward("F.embedding(i, w, padding_idx=0) * 2.0", "w, i"),
+                               "[torch.randn(50, 24).half(), torch.randint(0, 50, (5,))]",
+                               {"int_ranges": {"i": (0, 50)}}),
+    "embedding_bf16_wide": (forward("F.embedding(i, w)", "w, i"),
+                            "[torch.randn(20, 1100).to(torch.bfloat16), torch.randint(0, 20, (2, 3))]",
+                            {"int_ranges": {"i": (0, 20)}}),
+    "index_select": (forward("torch.index_select(x, 2, i)", "x, i"),
+                     "[torch.randn(3, 5, 13), torch.randint(0, 13, (9,))]", {"int_ranges": {"i": (0, 13)}}),
+    "gather": (forward("torch.gather(x, 1, i)", "x, i"), "[torch.randn(6, 11), torch.randint(0, 11, (6, 5))]",
+               {"int_ranges": {"i": (0, 11)}}),
+    "index_one": (forward("x[i]", "x, i"), "[torch.randn(9, 7).half(), torch.randint(-9, 9, (3, 4))]",
+                  {"int_ranges": {"i": (-9, 9)}}),
+    "index_adjacent": (forward("x[:, i, j]", "x, i, j"),
+                       "[torch.randn(3, 6, 5, 4), torch.randint(0, 6, (3,)), torch.randint(0, 5, (2, 3))]",
+                       {"int_ranges": {"i": (0, 6), "j": (0, 5)}}),
+    "index_split": (forward("x[i, :, j]", "x, i, j"),
+                    "[torch.randn(6, 3, 5), torch.randint(0, 6, (2, 3)), torch.randint(0, 5, (3,))]",
+                    {"int_ranges": {"i": (0, 6), "j": (-5, 5)}}),
+    "take": (forward("torch.take(x, i)", "x, i"), "[torch.randn(6, 5), torch.randint(-30, 30, (3, 4))]",
+             {"int_ranges": {"i": (-30, 30)}}),
+    "flip": (forward("x.flip(0, 2)"), "[torch.randn(3, 4, 5).to(torch.bfloat16)]", {}),
+    "roll_dims": (forward("torch.roll(x, (2, -1), (1, 2))"), "[torch.randn(3, 4, 5)]", {}),
+    "roll_flat": (forward("torch.roll(x, 7)"), "[torch.randn(3, 4, 5)]", {}),
+    "repeat": (forward("x.repeat(2, 1, 3)"), "[torch.randn(4, 5)]", {}),
+    "tile": (forward("x.tile(2, 2)"), "[torch.randn(4, 5).half()]", {}),
+    "pad_constant": (forward("F.pad(x, (1, 2, 3, 0), value=0.5)"), "[torch.randn(2, 3, 4, 5)]", {}),
+    "pad_negative": (forward("F.pad(x, (-1, 2))"), "[torch.randn(2, 3, 6)]", {}),
+    "pad_reflect": (forward("F.pad(x, (1, 2, 3, 0), mode='reflect')"), "[torch.randn(2, 3, 4, 5)]", {}),
+    "pad_replicate": (forward("F.pad(x, (1, 2), mode='replicate')"), "[torch.randn(2, 3, 5)]", {}),
+    "pad_circular": (forward("F.pad(x, (1, 2), mode='circular')"), "[torch.randn(2, 3, 5)]", {}),
+    "one_hot": (forward("F.one_hot(x, 7)"), "[torch.randint(0, 7, (3, 5))]", {"int_ranges": {"x": (0, 7)}}),
+    "pixel_shuffle": (forward("F.pixel_shuffle(x, 2)"), "[torch.randn(2, 8, 3, 5)]", {}),
+    "pixel_unshuffle": (forward("F.pixel_unshuffle(x, 2)"), "[torch.randn(2, 2, 4, 6)]", {}),
+    "upsample_scale": (forward("F.interpolate(x, scale_factor=2, mode='nearest')"), "[torch.randn(2, 3, 4, 5)]",
+                       {}),
+    "upsample_size": (forward("F.interpolate(x, size=(7, 9), mode='nearest')"), "[torch.randn(2, 3, 4, 5)]", {}),
+    "repeat_interleave_dim": (forward("x.repeat_interleave(3, dim=1)"), "[torch.randn(2, 3, 4)]", {}),
+    "repeat_interleave_flat": (forward("x.repeat_interleave(2)"), "[torch.randn(2, 3)]", {}),
+    "diagonal_mul": (forward("torch.diagonal(x, 1, 0, 1) * 2"), "[torch.randn(5, 6)]", {}),
+    "diagonal_3d": (forward("torch.diagonal(x, -1, 1, 2)"), "[torch.randn(3, 5, 4)]", {}),
+    "diag_embed": (forward("torch.diag_embed(x, 1)"), "[torch.randn(3, 4)]", {}),
+    "embedding_add_relu": (forward("torch.relu(F.embedding(i, w) + b)", "w, i, b"),
+                           "[torch.randn(30, 19), torch.randint(0, 30, (4, 6)), torch.randn(6, 19)]",
+                           {"int_ranges": {"i": (0, 30)}}),
+}
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=model_id)
+def test_corpus_gather_specs_compile(path, analyses):
+    _, dec = analyses(path)
+    specs = family_specs(dec, FAMILY)
+    if not specs:
+        pytest.skip("no gather kernel in this model")
+    for spec in specs:
+        compile_spec(spec, ("sm_90", "sm_100"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gather_variant_compiles_and_emulates(name):
+    body, inputs, kw = CASES[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",) if name not in ("embedding", "pad_constant") else ("sm_90", "sm_100"))
+    result = emulated_check(spec, source, make_input=make_inputs(**kw))
+    assert result.ok, result.message
+
+
+def test_unsupported_gather_ops_become_skeletons():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(forward("torch.zeros(5, 4, device=x.device).index_add(0, i, x)", "x, i"),
+                        "[torch.randn(3, 4), torch.randint(0, 5, (3,))]", FAMILY)
+    source = generate_kernel(spec)
+    assert source.skeleton and "index_add" in source.notes[0]

@@ -1,0 +1,109 @@
+"""Gather family on the GPU: each op on three shapes (unaligned ones included) in float32/float16/bfloat16 (index
+tensors drawn from their valid range), checked against the float64 reference with poisoned outputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers_indexed import DT, DTYPES, forward, make_inputs, run_check, shape_str, snippet_spec
+
+pytestmark = pytest.mark.gpu
+CHECK = None  # checking.check_kernel; swapped for the CPU emulator when validating this file without a GPU
+
+
+def _idx(lo: int, hi: int, shape) -> str:
+    return f"torch.randint({lo}, {hi}, ({shape_str(shape)},))"
+
+
+# name → (forward expression, args, per-shape builder: shape → (inputs, int ranges), shapes)
+def _embedding(shape, dt):
+    vocab, dim, ids = shape
+    return f"torch.randn({vocab}, {dim}){dt}, {_idx(0, vocab, ids)}", {"i": (0, vocab)}
+
+
+def _index_select(shape, dt):
+    x, n = shape
+    return f"torch.randn({shape_str(x)}){dt}, {_idx(0, x[1], (n,))}", {"i": (0, x[1])}
+
+
+def _gather(shape, dt):
+    x, k = shape
+    return f"torch.randn({shape_str(x)}){dt}, {_idx(0, x[1], (x[0], k))}", {"i": (0, x[1])}
+
+
+def _index2(shape, dt):
+    x, n = shape
+    return (f"torch.randn({shape_str(x)}){dt}, {_idx(-x[1], x[1], (n,))}, {_idx(0, x[2], (n,))}",
+            {"i": (-x[1], x[1]), "j": (0, x[2])})
+
+
+def _take(shape, dt):
+    x, n = shape
+    total = 1
+    for s in x:
+        total *= s
+    return f"torch.randn({shape_str(x)}){dt}, {_idx(-total, total, n)}", {"i": (-total, total)}
+
+
+def _plain(shape, dt):
+    return f"torch.randn({shape_str(shape)}){dt}", {}
+
+
+def _one_hot(shape, dt):
+    ids, c = shape
+    return _idx(0, c, ids), {"x": (0, c)}
+
+
+def _embedding_add(shape, dt):
+    vocab, dim, ids = shape
+    return (f"torch.randn({vocab}, {dim}){dt}, {_idx(0, vocab, ids)}, torch.randn({ids[-1]}, {dim}){dt}",
+            {"i": (0, vocab)})
+
+
+VARIANTS = {
+    "embedding": ("F.embedding(i, w)", "w, i", _embedding,
+                  [(37, 45, (3, 7)), (32000, 1024, (4, 513)), (5, 1, (2,))]),
+    "embedding_add_relu": ("torch.relu(F.embedding(i, w) + b)", "w, i, b", _embedding_add,
+                           [(30, 19, (4, 6)), (5000, 768, (8, 127)), (3, 2, (1,))]),
+    "index_select": ("torch.index_select(x, 1, i)", "x, i", _index_select,
+                     [((3, 15, 23), 5), ((64, 1000, 33), 700), ((1, 1, 1), 3)]),
+    "gather": ("torch.gather(x, 1, i)", "x, i", _gather, [((6, 11), 5), ((512, 1000), 333), ((1, 3), 7)]),
+    "index_adjacent": ("x[:, i, j]", "x, i, j", _index2, [((3, 6, 5, 4), 3), ((16, 300, 200, 9), 1000),
+                                                          ((1, 2, 2, 1), 1)]),
+    "take": ("torch.take(x, i)", "x, i", _take, [((6, 5), (3, 4)), ((300, 301), (1000, 17)), ((1,), (2,))]),
+    "flip": ("x.flip(0, 2)", "x", _plain, [(3, 4, 5), (64, 129, 300), (1, 1, 1)]),
+    "roll": ("torch.roll(x, (2, -1), (1, 2))", "x", _plain, [(3, 4, 5), (64, 129, 300), (1, 2, 2)]),
+    "roll_flat": ("torch.roll(x, 7)", "x", _plain, [(3, 4, 5), (64, 129, 300), (2, 1, 3)]),
+    "repeat": ("x.repeat(2, 1, 3)", "x", _plain, [(4, 5), (300, 257), (1, 1)]),
+    "pad_constant": ("F.pad(x, (1, 2, 3, 0), value=0.5)", "x", _plain, [(2, 3, 4, 5), (8, 32, 100, 101),
+                                                                        (1, 1, 1, 1)]),
+    "pad_reflect": ("F.pad(x, (1, 2, 3, 0), mode='reflect')", "x", _plain, [(2, 3, 4, 5), (8, 32, 100, 101),
+                                                                            (1, 1, 4, 3)]),
+    "pad_replicate": ("F.pad(x, (3, 2), mode='replicate')", "x", _plain, [(2, 3, 5), (16, 64, 1001), (1, 1, 1)]),
+    "pad_circular": ("F.pad(x, (1, 2), mode='circular')", "x", _plain, [(2, 3, 5), (16, 64, 1001), (1, 1, 2)]),
+    "one_hot": ("F.one_hot(x, {C})", "x", _one_hot, [((3, 5), 7), ((64, 513), 100), ((1,), 1)]),
+    "pixel_shuffle": ("F.pixel_shuffle(x, 2)", "x", _plain, [(2, 8, 3, 5), (4, 64, 56, 57), (1, 4, 1, 1)]),
+    "pixel_unshuffle": ("F.pixel_unshuffle(x, 2)", "x", _plain, [(2, 2, 4, 6), (4, 16, 112, 114),
+                                                                 (1, 1, 2, 2)]),
+    "upsample_nearest_x2": ("F.interpolate(x, scale_factor=2, mode='nearest')", "x", _plain,
+                            [(2, 3, 4, 5), (4, 64, 56, 57), (1, 1, 1, 1)]),
+    "upsample_nearest_size": ("F.interpolate(x, size=(7, 9), mode='nearest')", "x", _plain,
+                              [(2, 3, 4, 5), (8, 64, 5, 6), (1, 1, 3, 3)]),
+    "repeat_interleave": ("x.repeat_interleave(3, dim=1)", "x", _plain, [(2, 3, 4), (64, 100, 257), (1, 1, 1)]),
+    "diagonal": ("torch.diagonal(x, 1, 0, 1) * 2", "x", _plain, [(5, 6), (1000, 1001), (2, 2)]),
+    "diag_embed": ("torch.diag_embed(x, 1)", "x", _plain, [(3, 4), (64, 129), (1, 1)]),
+}
+CASES = [(name, shape, dtype) for name, (_, _, _, shapes) in VARIANTS.items() for shape in shapes
+         for dtype in (DTYPES if name != "one_hot" else ("int64",))]
+IDS = [f"{n}-{VARIANTS[n][3].index(s)}-{d}" for n, s, d in CASES]
+
+
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=IDS)
+def test_gather_kernel_matches_reference(name, shape, dtype):
+    expr, args, build, _ = VARIANTS[name]
+    inputs, ranges = build(shape, DT.get(dtype, ""))
+    if name == "one_hot":
+        expr = expr.format(C=shape[1])
+    spec = snippet_spec(forward(expr, args), f"[{inputs}]", "gather")
+    result = run_check(spec, make_inputs(int_ranges=ranges), CHECK)
+    assert result.ok, result.message

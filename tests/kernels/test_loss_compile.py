@@ -1,0 +1,115 @@
+"""Loss family (CPU): every corpus loss spec and one snippet per loss/reduction variant generate, trace and compile
+ahead of time for sm_90 and sm_100; the snippets are also executed by the CPU emulator against their references."""
+
+from __future__ import annotations
+
+import pytest
+
+from .cutile_emu import emulated_check
+from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
+
+FAMILY = "loss"
+XY = "x, y"
+XYZ = "x, y, z"
+
+# name → (forward body, inputs, make_input kwargs)
+CASES = {
+    "mse_mean": (forward("F.mse_loss(x, y)", XY), "[torch.randn(13, 37), torch.randn(13, 37)]", {}),
+    "mse_sum_large": (forward("F.mse_loss(x, y, reduction='sum')", XY),
+                      "[torch.randn(300, 301), torch.randn(300, 301)]", {}),
+    "mse_none_epilogue": (forward("F.mse_loss(x, y, reduction='none') * 2", XY),
+                          "[torch.randn(3, 5), torch.randn(3, 5)]", {}),
+    "l1_fp16": (forward("F.l1_loss(x, y)", XY), "[torch.randn(7, 33).half(), torch.randn(7, 33).half()]", {}),
+    "smooth_l1_bf16": (forward("F.smooth_l1_loss(x, y, beta=0.3)", XY),
+                       "[torch.randn(9, 21).to(torch.bfloat16), torch.randn(9, 21).to(torch.bfloat16)]", {}),
+    "huber_none": (forward("F.huber_loss(x, y, reduction='none', delta=0.7)", XY),
+                   "[torch.randn(3, 50), torch.randn(3, 50)]", {}),
+    "kl_div_prologue": (forward("F.kl_div(torch.log(x), y, reduction='batchmean')", XY),
+                        "[torch.rand(6, 19) + 0.1, torch.rand(6, 19) + 0.1]", {"positive": ("x", "y")}),
+    "kl_div_log_target": (forward("F.kl_div(x, y, reduction='sum', log_target=True)", XY),
+                          "[torch.randn(5, 9), torch.randn(5, 9)]", {}),
+    "hinge_embedding": (forward("F.hinge_embedding_loss(x, y, margin=0.5)", XY),
+                        "[torch.randn(17, 3), torch.randn(17, 3).sign()]", {"signs": ("y",)}),
+    "bce_sigmoid_prologue": (forward("F.binary_cross_entropy(torch.sigmoid(x), y)", XY),
+                             "[torch.randn(3, 25), torch.rand(3, 25)]", {"probs": ("y",)}),
+    "bce_logits_sum": (forward("F.binary_cross_entropy_with_logits(x, y, reduction='sum')", XY),
+                       "[torch.randn(4, 45), torch.rand(4, 45)]", {"probs": ("y",)}),
+    "bce_logits_pos_weight": (forward("F.binary_cross_entropy_with_logits(x, y, pos_weight=z)", XYZ),
+                              "[torch.randn(4, 45), torch.rand(4, 45), torch.rand(45) + 0.5]",
+                              {"probs": ("y",), "positive": ("z",)}),
+    "margin_ranking": (forward("F.margin_ranking_loss(x, y, z, margin=0.3)", XYZ),
+                       "[torch.randn(37), torch.randn(37), torch.randn(37).sign()]", {"signs": ("z",)}),
+    "soft_margin": (forward("F.soft_margin_loss(x, y)", XY), "[torch.randn(3, 50), torch.randn(3, 50).sign()]",
+                    {"signs": ("y",)}),
+    "poisson_nll": (forward("F.poisson_nll_loss(x, y)", XY), "[torch.randn(3, 50), torch.rand(3, 50) * 3]",
+                    {"positive": ("y",)}),
+    "cross_entropy_nd_ignore": (forward("F.cross_entropy(x, y, ignore_index=1)", XY),
+                                "[torch.randn(3, 5, 4, 2), torch.randint(0, 5, (3, 4, 2))]",
+                                {"int_ranges": {"y": (0, 5)}}),
+    "cross_entropy_weight_smoothing": (forward("F.cross_entropy(x, y, weight=z, label_smoothing=0.1)", XYZ),
+                                       "[torch.randn(6, 37), torch.randint(0, 37, (6,)), torch.rand(37) + 0.1]",
+                                       {"int_ranges": {"y": (0, 37)}, "positive": ("z",)}),
+    "cross_entropy_many_classes_fp16": (forward("F.cross_entropy(x, y)", XY),
+                                        "[torch.randn(5, 1500).half(), torch.randint(0, 1500, (5,))]",
+                                        {"int_ranges": {"y": (0, 1500)}}),
+    "cross_entropy_none_scaled": (forward("F.cross_entropy(x / 2.0, y, reduction='none')", XY),
+                                  "[torch.randn(9, 10), torch.randint(0, 10, (9,))]",
+                                  {"int_ranges": {"y": (0, 10)}}),
+    "cross_entropy_many_rows": (forward("F.cross_entropy(x, y, reduction='sum')", XY),
+                                "[torch.randn(700, 12), torch.randint(0, 12, (700,))]",
+                                {"int_ranges": {"y": (0, 12)}}),
+    "nll_weight_sum": (forward("F.nll_loss(x, y, weight=z, reduction='sum')", XYZ),
+                       "[torch.randn(7, 5), torch.randint(0, 5, (7,)), torch.rand(5)]",
+                       {"int_ranges": {"y": (0, 5)}, "positive": ("z",)}),
+    "nll_2d_ignore": (forward("F.nll_loss(x, y, ignore_index=2)", XY),
+                      "[torch.randn(3, 5, 4, 2), torch.randint(0, 5, (3, 4, 2))]", {"int_ranges": {"y": (0, 5)}}),
+    "cosine_similarity_dim0": (forward("F.cosine_similarity(x, y, dim=0)", XY),
+                               "[torch.randn(30, 5), torch.randn(30, 5)]", {}),
+    "cosine_similarity_broadcast": (forward("F.cosine_similarity(x, y, dim=-1)", XY),
+                                    "[torch.randn(2, 3, 700), torch.randn(3, 700)]", {}),
+    "pairwise_distance_keepdim": (forward("F.pairwise_distance(x, y, p=3.0, keepdim=True)", XY),
+                                  "[torch.randn(6, 20), torch.randn(6, 20)]", {}),
+    "triplet_swap_p1_sum": (forward("F.triplet_margin_loss(x, y, z, p=1.0, swap=True, reduction='sum')", XYZ),
+                            "[torch.randn(9, 33), torch.randn(9, 33), torch.randn(9, 33)]", {}),
+    "triplet_none_fp16": (forward("F.triplet_margin_loss(x, y, z, reduction='none')", XYZ),
+                          "[torch.randn(9, 33).half(), torch.randn(9, 33).half(), torch.randn(9, 33).half()]", {}),
+    "cosine_embedding": (forward("F.cosine_embedding_loss(x, y, z, margin=0.2)", XYZ),
+                         "[torch.randn(8, 21), torch.randn(8, 21), torch.randn(8).sign()]", {"signs": ("z",)}),
+}
+BOTH_ARCHES = {"mse_sum_large", "cross_entropy_nd_ignore", "triplet_swap_p1_sum"}
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=model_id)
+def test_corpus_loss_specs_compile(path, analyses):
+    _, dec = analyses(path)
+    specs = family_specs(dec, FAMILY)
+    if not specs:
+        pytest.skip("no loss kernel in this model")
+    for spec in specs:
+        compile_spec(spec, ("sm_90", "sm_100"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_loss_variant_compiles_and_emulates(name):
+    body, inputs, kw = CASES[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
+    result = emulated_check(spec, source, make_input=make_inputs(**kw))
+    assert result.ok, result.message
+
+
+def test_large_reductions_are_two_stage():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(*CASES["mse_sum_large"][:2], FAMILY)
+    source = generate_kernel(spec)
+    assert source.kernel_names == [f"{spec.id}_partial", f"{spec.id}_finish"]
+    assert "atomic" not in source.code
+
+
+def test_unsupported_losses_become_skeletons():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(forward("F.cross_entropy(x, y)", XY), "[torch.randn(3, 5), torch.rand(3, 5)]", FAMILY)
+    source = generate_kernel(spec)
+    assert source.skeleton and "class-probability" in source.notes[0]

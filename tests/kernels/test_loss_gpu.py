@@ -1,0 +1,95 @@
+"""Loss family on the GPU: each loss/reduction variant on three shapes (unaligned ones included, large ones to
+exercise the two-stage reduction) in float32/float16/bfloat16, checked against the float64 reference with poisoned
+outputs. Targets are drawn from their valid domain (class indices, probabilities, signs, positive values)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers_indexed import DT, DTYPES, forward, make_inputs, run_check, shape_str, snippet_spec
+
+pytestmark = pytest.mark.gpu
+CHECK = None  # checking.check_kernel; swapped for the CPU emulator when validating this file without a GPU
+
+PAIR_SHAPES = [(13, 37), (1000, 1025), (1,)]
+SUM_SHAPES = [(13, 37), (60, 257), (1,)]  # sums of ~1e6 elements overflow float16 outputs (as in PyTorch)
+
+
+def _pair(shape, dt, extra=""):
+    s = shape_str(shape)
+    return f"torch.randn({s}){dt}, torch.randn({s}){dt}{extra}"
+
+
+def _classes(shape, dt, weight=False):
+    n, c, *d = shape
+    tshape = shape_str([n] + d)
+    w = f", torch.rand({c}){dt}" if weight else ""
+    return f"torch.randn({shape_str(shape)}){dt}, torch.randint(0, {c}, ({tshape},)){w}"
+
+
+# name → (forward expression, args, input builder (shape, dt) → str, make_input kwargs (shape → dict), shapes)
+VARIANTS = {
+    "mse_mean": ("F.mse_loss(x, y)", "x, y", _pair, lambda s: {}, PAIR_SHAPES),
+    "mse_sum": ("F.mse_loss(x, y, reduction='sum')", "x, y", _pair, lambda s: {}, SUM_SHAPES),
+    "mse_none_scaled": ("F.mse_loss(x, y, reduction='none') * 2", "x, y", _pair, lambda s: {}, PAIR_SHAPES),
+    "l1": ("F.l1_loss(x, y)", "x, y", _pair, lambda s: {}, PAIR_SHAPES),
+    "smooth_l1": ("F.smooth_l1_loss(x, y, beta=0.5)", "x, y", _pair, lambda s: {}, PAIR_SHAPES),
+    "huber_sum": ("F.huber_loss(x, y, reduction='sum', delta=1.5)", "x, y", _pair, lambda s: {}, SUM_SHAPES),
+    "kl_div_batchmean": ("F.kl_div(torch.log(x), y, reduction='batchmean')", "x, y", _pair,
+                         lambda s: {"positive": ("x", "y")}, PAIR_SHAPES),
+    "kl_div_log_target": ("F.kl_div(x, y, reduction='mean', log_target=True)", "x, y", _pair, lambda s: {},
+                          PAIR_SHAPES),
+    "hinge_embedding": ("F.hinge_embedding_loss(x, y)", "x, y", _pair, lambda s: {"signs": ("y",)}, PAIR_SHAPES),
+    "bce": ("F.binary_cross_entropy(torch.sigmoid(x), y)", "x, y", _pair, lambda s: {"probs": ("y",)},
+            PAIR_SHAPES),
+    "bce_logits_pos_weight": ("F.binary_cross_entropy_with_logits(x, y, pos_weight=z)", "x, y, z",
+                              lambda s, dt: _pair(s, dt, f", torch.rand({s[-1]}){dt}"),
+                              lambda s: {"probs": ("y",), "positive": ("z",)}, PAIR_SHAPES),
+    "margin_ranking": ("F.margin_ranking_loss(x, y, z, margin=0.3)", "x, y, z",
+                       lambda s, dt: _pair(s, dt, f", torch.randn({shape_str(s)}){dt}"),
+                       lambda s: {"signs": ("z",)}, [(37,), (100003,), (1,)]),
+    "soft_margin": ("F.soft_margin_loss(x, y)", "x, y", _pair, lambda s: {"signs": ("y",)}, PAIR_SHAPES),
+    "poisson_nll": ("F.poisson_nll_loss(x, y)", "x, y", _pair, lambda s: {"positive": ("y",)}, PAIR_SHAPES),
+    "cross_entropy": ("F.cross_entropy(x, y)", "x, y", _classes, lambda s: {"int_ranges": {"y": (0, s[1])}},
+                      [(20, 10), (2048, 5003), (1, 1)]),
+    "cross_entropy_nd_ignore": ("F.cross_entropy(x, y, ignore_index=1)", "x, y", _classes,
+                                lambda s: {"int_ranges": {"y": (0, s[1])}}, [(3, 5, 4, 2), (8, 21, 64, 65),
+                                                                             (1, 3, 1)]),
+    "cross_entropy_weight_smoothing": ("F.cross_entropy(x, y, weight=z, label_smoothing=0.1)", "x, y, z",
+                                       lambda s, dt: _classes(s, dt, True),
+                                       lambda s: {"int_ranges": {"y": (0, s[1])}, "positive": ("z",)},
+                                       [(6, 37), (1000, 1000), (1, 2)]),
+    "cross_entropy_none": ("F.cross_entropy(x, y, reduction='none')", "x, y", _classes,
+                           lambda s: {"int_ranges": {"y": (0, s[1])}}, [(9, 10), (4096, 333), (1, 1)]),
+    "nll_weight_sum": ("F.nll_loss(x, y, weight=z, reduction='sum')", "x, y, z",
+                       lambda s, dt: _classes(s, dt, True), lambda s: {"int_ranges": {"y": (0, s[1])},
+                                                                       "positive": ("z",)},
+                       [(7, 5), (5000, 1000), (1, 1)]),
+    "nll_mean": ("F.nll_loss(F.log_softmax(x, 1), y)", "x, y", _classes,
+                 lambda s: {"int_ranges": {"y": (0, s[1])}}, [(15, 7), (3000, 100), (1, 2)]),
+    "cosine_similarity": ("F.cosine_similarity(x, y)", "x, y", _pair, lambda s: {}, [(14, 100), (4096, 777),
+                                                                                      (1, 1)]),
+    "cosine_similarity_rsub": ("1 - F.cosine_similarity(x, y, dim=0)", "x, y", _pair, lambda s: {},
+                               [(30, 5), (3000, 65), (2, 1)]),
+    "pairwise_distance": ("F.pairwise_distance(x, y)", "x, y", _pair, lambda s: {}, [(6, 20), (2000, 513),
+                                                                                      (1, 1)]),
+    "triplet": ("F.triplet_margin_loss(x, y, z)", "x, y, z", lambda s, dt: _pair(s, dt, f", torch.randn("
+                                                                                    f"{shape_str(s)}){dt}"),
+                lambda s: {}, [(10, 50), (3000, 257), (1, 3)]),
+    "triplet_swap_p1_none": ("F.triplet_margin_loss(x, y, z, p=1.0, swap=True, reduction='none')", "x, y, z",
+                             lambda s, dt: _pair(s, dt, f", torch.randn({shape_str(s)}){dt}"),
+                             lambda s: {}, [(10, 50), (3000, 257), (1, 3)]),
+    "cosine_embedding": ("F.cosine_embedding_loss(x, y, z, margin=0.2)", "x, y, z",
+                         lambda s, dt: _pair(s, dt, f", torch.randn({s[0]}){dt}"), lambda s: {"signs": ("z",)},
+                         [(8, 21), (3000, 300), (1, 1)]),
+}
+CASES = [(name, shape, dtype) for name, v in VARIANTS.items() for shape in v[4] for dtype in DTYPES]
+IDS = [f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES]
+
+
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=IDS)
+def test_loss_kernel_matches_reference(name, shape, dtype):
+    expr, args, build, kw, _ = VARIANTS[name]
+    spec = snippet_spec(forward(expr, args), f"[{build(shape, DT[dtype])}]", "loss")
+    result = run_check(spec, make_inputs(**kw(shape)), CHECK)
+    assert result.ok, result.message

@@ -1,0 +1,164 @@
+"""Matmul family (CPU): every corpus matmul spec generates, traces on meta tensors and compiles ahead of time for
+sm_90 and sm_100; one snippet per variant (every anchor op, batch broadcasting, 1-D operands, einsum forms,
+transposed operands, fused epilogues, batch norm folding, float32/float16/bfloat16, unaligned shapes) compiles and
+runs on the CPU emulator against its float64 reference; the GPU test file's cases are validated the same way."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from corpus import corpus_files
+
+from . import test_matmul_gpu
+from .helpers_gemm import (check_emulated, compile_spec_dedup, module_model, snippet_spec, snippet_specs,
+                           transposed_inputs)
+
+FAMILY = "matmul"
+CORPUS = [p for p in corpus_files() if not p.name.startswith("big_")]
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_corpus_matmul_specs_compile(path, analyses):
+    _, dec = analyses(path)
+    specs = [k for k in dec.kernels if k.family == FAMILY]
+    if not specs:
+        pytest.skip("no matmul kernel in this model")
+    for spec in specs:
+        compile_spec_dedup(spec, ("sm_90", "sm_100"))
+
+
+def _m(forward: str, args: str, init: str = "") -> str:
+    return module_model(init, forward, args)
+
+
+# name → (model, inputs, column-major input names)
+CASES = {
+    "matmul_2d_unaligned": (_m("torch.matmul(a, b)", "a, b"), "[torch.randn(33, 50), torch.randn(50, 70)]", None),
+    "matmul_1d_2d": (_m("torch.matmul(a, b)", "a, b"), "[torch.randn(50), torch.randn(50, 70)]", None),
+    "matmul_2d_1d": (_m("torch.matmul(a, b)", "a, b"), "[torch.randn(33, 50), torch.randn(50)]", None),
+    "matmul_3d_1d": (_m("torch.matmul(a, b)", "a, b"), "[torch.randn(3, 33, 50), torch.randn(50)]", None),
+    "matmul_1d_3d": (_m("torch.matmul(a, b)", "a, b"), "[torch.randn(50), torch.randn(3, 50, 17)]", None),
+    "matmul_broadcast_batch": (_m("torch.matmul(a, b)", "a, b"),
+                               "[torch.randn(2, 1, 33, 50), torch.randn(3, 50, 17)]", None),
+    "matmul_2d_3d": (_m("torch.matmul(a, b)", "a, b"), "[torch.randn(33, 50), torch.randn(3, 50, 17)]", None),
+    "matmul_fold_rowbias": (_m("torch.matmul(a, b) + c", "a, b, c"),
+                            "[torch.randn(3, 33, 50), torch.randn(50, 70), torch.randn(3, 1, 70)]", None),
+    "matmul_triu": (_m("torch.triu(torch.matmul(a, b), 1)", "a, b"),
+                    "[torch.randn(3, 33, 50), torch.randn(3, 50, 33)]", None),
+    "dot_scale": (_m("torch.dot(a, b) * 2.0", "a, b"), "[torch.randn(50), torch.randn(50)]", None),
+    "mv": (_m("torch.mv(a, b)", "a, b"), "[torch.randn(33, 50), torch.randn(50)]", None),
+    "addmv": (_m("torch.addmv(c, a, b, beta=0.5, alpha=2.0)", "c, a, b"),
+              "[torch.randn(33), torch.randn(33, 50), torch.randn(50)]", None),
+    "outer": (_m("torch.outer(a, b)", "a, b"), "[torch.randn(33), torch.randn(70)]", None),
+    "addmm_alpha_beta_fp16": (_m("torch.addmm(c, a, b, beta=0.5, alpha=2.0)", "c, a, b"),
+                              "[torch.randn(70).half(), torch.randn(33, 50).half(), torch.randn(50, 70).half()]",
+                              None),
+    "addmm_beta0": (_m("torch.addmm(c, a, b, beta=0.0, alpha=1.5)", "c, a, b"),
+                    "[torch.randn(33, 70), torch.randn(33, 50), torch.randn(50, 70)]", None),
+    "addbmm": (_m("torch.addbmm(c, a, b, beta=0.7, alpha=1.3)", "c, a, b"),
+               "[torch.randn(33, 70), torch.randn(3, 33, 50), torch.randn(3, 50, 70)]", None),
+    "baddbmm_bf16": (_m("torch.baddbmm(c, a, b, beta=0.5, alpha=2.0)", "c, a, b"),
+                     "[torch.randn(3, 25, 19).to(torch.bfloat16), torch.randn(3, 25, 40).to(torch.bfloat16), "
+                     "torch.randn(3, 40, 19).to(torch.bfloat16)]", None),
+    "bmm_colmajor_b": (_m("torch.bmm(a, b) * 0.5", "a, b"), "[torch.randn(4, 33, 20), torch.randn(4, 20, 17)]",
+                       {"b"}),
+    "mm_colmajor_both_fp16": (_m("torch.mm(a, b)", "a, b"), "[torch.randn(33, 50).half(), torch.randn(50, 70).half()]",
+                              {"a", "b"}),
+    "einsum_bid_jd": (_m("torch.einsum('bid,jd->bij', a, b)", "a, b"),
+                      "[torch.randn(3, 33, 50), torch.randn(17, 50)]", None),
+    "einsum_ij_jk": (_m("torch.einsum('ij,jk->ik', a, b)", "a, b"), "[torch.randn(33, 50), torch.randn(50, 17)]",
+                     None),
+    "einsum_attn_values": (_m("torch.einsum('bhqk,bhkd->bhqd', a, b)", "a, b"),
+                           "[torch.randn(2, 3, 11, 13), torch.randn(2, 3, 13, 24)]", None),
+    "einsum_permuted_out": (_m("torch.einsum('bik,bkj->bji', a, b)", "a, b"),
+                            "[torch.randn(2, 11, 13), torch.randn(2, 13, 24)]", None),
+    "einsum_ellipsis": (_m("torch.einsum('...ik,...kj->...ij', a, b)", "a, b"),
+                        "[torch.randn(2, 3, 11, 13), torch.randn(2, 3, 13, 24)]", None),
+    "einsum_two_contracted": (_m("torch.einsum('bhqd,bkhd->bqk', a, b)", "a, b"),
+                              "[torch.randn(2, 3, 11, 8), torch.randn(2, 13, 3, 8)]", None),
+    "linear_1d_input": (_m("self.fc(x)", "x", "self.fc = nn.Linear(50, 70)"), "[torch.randn(50)]", None),
+    "linear_3d_gelu_residual_fp16": (_m("x + F.gelu(self.fc(x))", "x", "self.fc = nn.Linear(50, 50).half()"),
+                                     "[torch.randn(3, 11, 50).half()]", None),
+    "linear_bn_relu": (_m("torch.relu(self.bn(self.fc(x)))", "x",
+                          "self.fc = nn.Linear(50, 70); self.bn = nn.BatchNorm1d(70)"), "[torch.randn(33, 50)]", None),
+    "linear_bn_nobias_bf16": (_m("self.bn(self.fc(x))", "x", "self.fc = nn.Linear(50, 70, bias=False).to(torch.bfloat16); "
+                                 "self.bn = nn.BatchNorm1d(70).to(torch.bfloat16)"),
+                              "[torch.randn(33, 50).to(torch.bfloat16)]", None),
+    "linear_epilogue_chain": (_m("torch.clamp(F.gelu(self.fc(x)) * y + 1.0, max=3.0)", "x, y",
+                                 "self.fc = nn.Linear(40, 25)"), "[torch.randn(9, 40), torch.randn(9, 25)]", None),
+    "linear_transposed_input": (_m("self.fc(x.transpose(0, 1))", "x", "self.fc = nn.Linear(50, 70)"),
+                                "[torch.randn(50, 33)]", None),
+    "bmm_scale_mask_bf16": (_m("(torch.bmm(a, b) * 0.5).masked_fill(m > 0, -1e4)", "a, b, m"),
+                            "[torch.randn(4, 33, 50).to(torch.bfloat16), torch.randn(4, 50, 70).to(torch.bfloat16), "
+                            "torch.randn(1, 33, 70)]", None),
+}
+BOTH_ARCHES = {"matmul_broadcast_batch", "addmm_alpha_beta_fp16", "bmm_colmajor_b", "linear_bn_relu",
+               "einsum_two_contracted"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matmul_variant_compiles_and_emulates(name):
+    model, inputs, colmajor = CASES[name]
+    spec = snippet_spec(model, inputs, FAMILY)
+    source = compile_spec_dedup(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
+    result = check_emulated(spec, source, make_input=transposed_inputs(colmajor) if colmajor else None)
+    assert result.ok, result.message
+
+
+def test_column_major_operands_are_read_in_place():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(*CASES["bmm_colmajor_b"][:2], FAMILY)
+    code = generate_kernel(spec).code
+    assert "order=(0, 2, 1)" in code and ".transpose(-1, -2), True" in code
+
+
+def test_linear_weight_loads_transposed_and_bn_folds_in_prepare():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(*CASES["linear_bn_relu"][:2], FAMILY)
+    source = generate_kernel(spec)
+    assert source.prepare_name and "bn_scale" in source.code
+    assert "fc_weight.permute(1, 0)" not in source.code.split("def launch_")[1]  # launch gets the folded weight
+
+
+@pytest.mark.parametrize("equation,inputs", [
+    ("ii->i", "[torch.randn(5, 5)]"),
+    ("ij,jk,kl->il", "[torch.randn(3, 4), torch.randn(4, 5), torch.randn(5, 6)]"),
+    ("ij,jk->", "[torch.randn(3, 4), torch.randn(4, 5)]"),
+])
+def test_einsum_that_is_not_a_matmul_is_explicitly_unsupported(equation, inputs):
+    from tilestudio.core.kernels import generate_kernel
+
+    args = ", ".join(f"t{i}" for i in range(inputs.count("torch.randn")))
+    specs = snippet_specs(_m(f"torch.einsum('{equation}', {args})", args), inputs, FAMILY)
+    for spec in specs:
+        source = generate_kernel(spec)
+        assert source.skeleton and source.notes and "einsum" in source.notes[0]
+
+
+def test_tile_table():
+    from tilestudio.core.kernels.matmul import choose_tiles
+
+    assert choose_tiles(8192, 8192, 8192, 1, True) == (128, 128, 64)
+    assert choose_tiles(8192, 8192, 8192, 1, False) == (64, 64, 32)
+    assert choose_tiles(33, 70, 50, 1, False) == (64, 64, 32)
+    assert choose_tiles(1024, 1024, 1024, 1, True) == (64, 128, 64)  # 64 blocks of 128x128 would idle half the SMs
+    bm, bn, bk = choose_tiles(5, 9, 1, 1, True)
+    assert (bm, bn, bk) == (16, 16, 16)
+
+
+def _smallest(shapes):
+    return min(shapes, key=math.prod)
+
+
+GPU_SMOKE = [(name, _smallest(shapes), dtype) for name, (_, shapes) in test_matmul_gpu.VARIANTS.items()
+             for dtype in ("float32", "bfloat16")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", GPU_SMOKE, ids=[f"{n}-{d}" for n, _, d in GPU_SMOKE])
+def test_gpu_cases_pass_on_the_emulator(name, shape, dtype, monkeypatch):
+    monkeypatch.setattr(test_matmul_gpu, "CHECK", check_emulated)
+    test_matmul_gpu.test_matmul_kernel_matches_reference(name, shape, dtype)

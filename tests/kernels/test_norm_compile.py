@@ -1,0 +1,41 @@
+"""Norm family (CPU): every corpus spec and every variant snippet generates, traces on meta tensors and
+compiles ahead of time for sm_90 and sm_100, and matches the float64 PyTorch reference in the cuTile CPU emulator."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from corpus import corpus_files
+
+from .cutile_emulator import check_emulated
+from .helpers_rowwise import NORM_CASES, combined_specs, compile_spec, family_specs
+
+ARCHES = ("sm_90", "sm_100")
+FAMILY = "norm"
+MODELS = [p for p in corpus_files() if not p.name.startswith("big_")]
+
+
+@functools.lru_cache(maxsize=1)
+def variant_specs():
+    return combined_specs(NORM_CASES, (FAMILY,))
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
+def test_corpus_specs(path, analyses):
+    _, decomposition = analyses(path)
+    for spec in family_specs(decomposition, (FAMILY,)):
+        source = compile_spec(spec, ARCHES)
+        result = check_emulated(spec, source)
+        assert result.ok, f"{path.name} {spec.id}: {result.message}"
+
+
+@pytest.mark.parametrize("case", NORM_CASES, ids=[c.name for c in NORM_CASES])
+def test_variant(case):
+    specs = variant_specs()[case.name]
+    assert specs, f"{case.name}: the snippet produced no {FAMILY} spec"
+    for spec in specs:
+        source = compile_spec(spec, ARCHES)
+        result = check_emulated(spec, source)
+        assert result.ok, f"{case.name} {spec.id}: {result.message}"

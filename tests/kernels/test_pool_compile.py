@@ -1,0 +1,83 @@
+"""Pool family (CPU): every corpus pooling spec and one snippet per variant generate, trace and compile ahead of
+time for sm_90 and sm_100; the snippets are also executed by the CPU emulator against their references."""
+
+from __future__ import annotations
+
+import pytest
+
+from .cutile_emu import emulated_check
+from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
+
+FAMILY = "pool"
+
+# name → (forward body, inputs)
+CASES = {
+    "max2d_k3s2p1_fp16": (forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(2, 5, 17, 19).half()]"),
+    "max2d_ceil_dilation": (forward("F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True)"),
+                            "[torch.randn(2, 3, 20, 23)]"),
+    "max2d_indices": (forward("F.max_pool2d(x, 3, 2, 1, return_indices=True)"), "[torch.randn(2, 3, 11, 13)]"),
+    "max1d_indices_ceil": (forward("F.max_pool1d(x, 4, 3, 1, ceil_mode=True, return_indices=True)"),
+                           "[torch.randn(3, 4, 29).to(torch.bfloat16)]"),
+    "max3d_indices": (forward("F.max_pool3d(x, 2, 2, return_indices=True)[1]"), "[torch.randn(2, 3, 5, 7, 9)]"),
+    "max2d_unbatched": (forward("F.max_pool2d(x, 2)"), "[torch.randn(6, 15, 9)]"),
+    "max2d_relu_scale_bias": (forward("F.relu(F.max_pool2d(x, 2)) * 0.5 + b", "x, b"),
+                              "[torch.randn(2, 6, 14, 10), torch.randn(6, 1, 1)]"),
+    "aligned_max2d_ceil_odd": (forward("F.max_pool2d(x, 2, ceil_mode=True)"), "[torch.randn(2, 3, 25, 23)]"),
+    "aligned_avg2d_ceil_odd_fp16": (forward("F.avg_pool2d(x, 2, ceil_mode=True)"),
+                                    "[torch.randn(2, 3, 25, 23).half()]"),
+    "aligned_avg1d_k4": (forward("F.avg_pool1d(x, 4)"), "[torch.randn(3, 5, 70)]"),
+    "aligned_max3d_gelu": (forward("F.gelu(F.max_pool3d(x, 2))"), "[torch.randn(2, 3, 6, 9, 10)]"),
+    "aligned_max2d_large": (forward("F.max_pool2d(x, 2)"), "[torch.randn(2, 16, 64, 130).to(torch.bfloat16)]"),
+    "avg2d_ceil_exclude_pad": (forward("F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)"),
+                               "[torch.randn(2, 3, 16, 21)]"),
+    "avg2d_ceil_include_pad": (forward("F.avg_pool2d(x, 3, 2, 1, ceil_mode=True)"), "[torch.randn(2, 3, 16, 21)]"),
+    "avg2d_divisor": (forward("F.avg_pool2d(x, (2, 3), (2, 1), divisor_override=5)"),
+                      "[torch.randn(2, 3, 9, 10).half()]"),
+    "avg1d": (forward("F.avg_pool1d(x, 5, 2, 2, count_include_pad=False)"), "[torch.randn(3, 7, 40)]"),
+    "avg3d_bf16": (forward("F.avg_pool3d(x, 3, 2, 1)"), "[torch.randn(2, 3, 7, 8, 9).to(torch.bfloat16)]"),
+    "avg2d_global_kernel": (forward("F.avg_pool2d(x, (7, 9))"), "[torch.randn(4, 10, 7, 9)]"),
+    "adaptive_avg1d": (forward("F.adaptive_avg_pool1d(x, 6)"), "[torch.randn(2, 5, 23)]"),
+    "adaptive_avg2d_global_fp16_relu": (forward("torch.relu(F.adaptive_avg_pool2d(x, 1))"),
+                                        "[torch.randn(3, 40, 19, 23).half()]"),
+    "adaptive_avg3d": (forward("F.adaptive_avg_pool3d(x, (3, 2, 4))"), "[torch.randn(2, 3, 7, 5, 9)]"),
+    "adaptive_max1d_indices": (forward("F.adaptive_max_pool1d(x, 5, return_indices=True)"),
+                               "[torch.randn(2, 3, 17)]"),
+    "adaptive_max2d_global": (forward("F.adaptive_max_pool2d(x, 1)"), "[torch.randn(2, 70, 33, 35)]"),
+    "adaptive_max3d": (forward("F.adaptive_max_pool3d(x, (2, 3, 3))"), "[torch.randn(2, 3, 5, 7, 8)]"),
+}
+BOTH_ARCHES = {"aligned_max2d_ceil_odd", "max2d_k3s2p1_fp16", "avg2d_ceil_exclude_pad", "adaptive_avg2d_global_fp16_relu"}
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=model_id)
+def test_corpus_pool_specs_compile(path, analyses):
+    _, dec = analyses(path)
+    specs = family_specs(dec, FAMILY)
+    if not specs:
+        pytest.skip("no pooling kernel in this model")
+    for spec in specs:
+        compile_spec(spec, ("sm_90", "sm_100"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pool_variant_compiles_and_emulates(name):
+    body, inputs = CASES[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
+    result = emulated_check(spec, source, make_input=make_inputs())
+    assert result.ok, result.message
+
+
+def test_aligned_pooling_uses_tile_loads():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(*CASES["aligned_max2d_large"], FAMILY)
+    code = generate_kernel(spec).code
+    assert "ct.load(" in code and "ct.gather(" not in code
+
+
+def test_global_pooling_is_a_row_reduction():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(*CASES["adaptive_avg2d_global_fp16_relu"], FAMILY)
+    code = generate_kernel(spec).code
+    assert "ct.load(" in code and "ct.gather(" not in code.split("def launch_")[0].split("ev_relu")[0]
