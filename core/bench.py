@@ -144,7 +144,9 @@ def run_bench(args) -> int:
                 _gpu_stage(row, args)
             except Exception as exc:  # noqa: BLE001
                 row["status"], row["error"] = "error", f"validation: {type(exc).__name__}: {exc}"[:160]
-        print(f"[{n}/{len(rows)}] validated {row['model']}: {row['status']}", file=sys.stderr, flush=True)
+        print(f"[{n}/{len(rows)}] validated {row['model']}: {row['status']} max_diff={_fmt(row['max_diff'], '.2e')} "
+              f"eager={_fmt(row['eager_ms'])} compile={_fmt(row['compile_ms'])} cutile={_fmt(row['cutile_ms'])} "
+              f"{row['error'][:80]}", file=sys.stderr, flush=True)
     header = ["model", "kernels", "pure", "main", "status", "max_diff", "eager_ms", "compile_ms", "cutile_ms",
               "speedup_eager", "speedup_compile"]
     print(f"{'model':42s} {'kern':>4s} {'pure':>4s} {'main':>5s} {'result':>7s} {'max diff':>9s} {'eager ms':>9s} "

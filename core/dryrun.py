@@ -66,7 +66,8 @@ def dry_run(path: str, arch: str = "sm_90") -> dict[str, Any]:
     if entry is None:
         raise UserError(ErrorInfo(kind="missing", file=path, message="no ModelCuTile class in the composed file"))
     with torch.device("meta"):
-        model = getattr(module, class_name)(*module.get_init_inputs()).eval()
+        init = module.get_init_inputs() if hasattr(module, "get_init_inputs") else []
+        model = getattr(module, class_name)(*init).eval()
         inputs = list(module.get_inputs())
         cutile = entry(model)
     records = []

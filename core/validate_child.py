@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                  and isinstance(getattr(module, n), type))
     model_cls = getattr(module, dec.model_class)
     torch.manual_seed(0)
-    model = model_cls(*module.get_init_inputs()).cuda().eval()
+    init = module.get_init_inputs() if hasattr(module, "get_init_inputs") else []
+    model = model_cls(*init).cuda().eval()
     cutile = entry(model)
 
     def fresh_inputs(seed: int) -> list:

@@ -88,3 +88,21 @@ def test_unsupported_op_composes_to_a_skeleton_flagged_by_check(tmp_path):
                        timeout=300)
     assert r.returncode == 1
     assert "PUR007" in r.stdout and "aten.sort" in r.stdout
+
+
+def test_model_without_get_init_inputs_composes_and_dry_runs(tmp_path):
+    """get_init_inputs() is optional: the composed __main__, the dry run and the validator all default to []."""
+    from tilestudio.core.analyzer import analyze_graph
+    from tilestudio.core.capture_model import capture_file
+    from tilestudio.core.composer import compose_model
+    from tilestudio.core.dryrun import dry_run
+
+    model = tmp_path / "relu_only.py"
+    model.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                     "        return torch.relu(x)\n\ndef get_inputs():\n    return [torch.randn(100, 77)]\n")
+    dec = analyze_graph(capture_file(str(model)), "relu_only.py")
+    out = tmp_path / "relu_only_cutile.py"
+    out.write_text(compose_model(str(model), dec).text)
+    assert 'init_inputs = get_init_inputs() if "get_init_inputs" in globals() else []' in out.read_text()
+    report = dry_run(str(out), "sm_90")
+    assert report["ok"], report

@@ -209,7 +209,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         ov, _ = _as4d(o.name, out_shape)
         o4[o.name] = ov
         lines.append(f"{I}ct.store({out_param(o)}, index=(b, h, pid_m, 0), "
-                     f"tile=ct.reshape(ct.broadcast_to({var}, (BM, DVP)), (1, 1, BM, DVP)).astype({out_param(o)}.dtype))")
+                     f"tile=ct.reshape(ct.broadcast_to({var}, (BM, DVP)), (1, 1, BM, DVP))"
+                     f".astype({out_param(o)}.dtype))")
     kernel = "\n".join(lines)
 
     w = [f"def launch_{kid}({', '.join(t.name for t in spec.inputs)}):"]

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import KernelSource, Unsupported
-from .gemm_common import (LOW_PRECISION, ZERO, BatchNorm, Signature, cdiv, check_float, elementwise_ops, is_ref,
-                          load_side_lines, parse_batch_norm, pow2_clamp, prod, tensor_input, tup, value_shapes)
+from .gemm_common import (LOW_PRECISION, ZERO, BatchNorm, Signature, cdiv, check_float, elementwise_ops, fresh_name,
+                          is_ref, load_side_lines, parse_batch_norm, pow2_clamp, prod, tensor_input, tup,
+                          value_shapes)
 
 ANCHORS = {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution",
            "_convolution"}
@@ -331,11 +332,14 @@ class _Builder:
                                       "statistics to be parameters/buffers")
         sig = Signature(self.spec, prepare=prepare)
         self.bias_name = None
+        taken = {t.name for t in self.spec.inputs} | {o.name for o in self.spec.outputs}
+        self.w_name = fresh_name("conv_w", taken)
+        self.b_name = fresh_name("conv_b", taken | {self.w_name})
         if prepare:
-            sig.prepared = ["conv_w"]
+            sig.prepared = [self.w_name]
             if self.bn is not None:
-                sig.prepared.append("conv_b")
-                self.bias_name = "conv_b"
+                sig.prepared.append(self.b_name)
+                self.bias_name = self.b_name
             sig.prepared += [t.name for t in self.spec.inputs if t.role in ("parameter", "buffer")
                              and t.graph_value not in consumed]
             if self.bn is None and cv.bias is not None:
@@ -345,30 +349,31 @@ class _Builder:
         return sig
 
     def weight_lines(self, w: str) -> list[str]:
-        """Host lines rearranging the weight `w` into the kernel layout (as `conv_w`)."""
-        cv = self.cv
+        """Host lines rearranging the weight `w` into the kernel layout (as `self.w_name`)."""
+        cv, out = self.cv, self.w_name
         if self.mode == "depthwise":
-            return [f"    conv_w = {w}.reshape({cv.C}, {cv.taps})"]
+            return [f"    {out} = {w}.reshape({cv.C}, {cv.taps})"]
         if cv.transposed:  # (G*Cig, Cog, taps) -> (G, Cog, taps, Cig)
-            return [f"    conv_w = {w}.reshape({cv.G}, {cv.Cig}, {cv.Cog}, {cv.taps}).permute(0, 2, 3, 1)"]
-        return [f"    conv_w = {w}.reshape({cv.G}, {cv.Cog}, {cv.Cig}, {cv.taps}).permute(0, 1, 3, 2)"]
+            return [f"    {out} = {w}.reshape({cv.G}, {cv.Cig}, {cv.Cog}, {cv.taps}).permute(0, 2, 3, 1)"]
+        return [f"    {out} = {w}.reshape({cv.G}, {cv.Cog}, {cv.Cig}, {cv.taps}).permute(0, 1, 3, 2)"]
 
     def prepare_code(self, sig: Signature) -> list[str]:
-        cv, bn = self.cv, self.bn
+        cv, bn, wn, bname = self.cv, self.bn, self.w_name, self.b_name
         names = {t.graph_value: t.name for t in self.spec.inputs}
         lines = [f"def prepare_{self.kid}({', '.join(sig.prepare_params())}):"]
         lines += self.weight_lines(cv.w.name)
-        ret = ["conv_w.contiguous()"]
+        ret = [f"{wn}.contiguous()"]
         if bn is not None:
             wshape = "(-1, 1)" if self.mode == "depthwise" else f"({cv.G}, {cv.Cog}, 1, 1)"
-            lines.append(f"    bn_scale = torch.rsqrt({names[bn.var]}.float() + {bn.eps!r})")
+            sc = fresh_name("bn_scale", set(names.values()) | {wn, bname})
+            lines.append(f"    {sc} = torch.rsqrt({names[bn.var]}.float() + {bn.eps!r})")
             if bn.weight is not None:
-                lines.append(f"    bn_scale = bn_scale * {names[bn.weight]}.float()")
-            lines.append(f"    conv_w = (conv_w.float() * bn_scale.reshape{wshape}).to({cv.w.name}.dtype)")
-            base = f"{names[cv.bias]}.float()" if cv.bias is not None else "torch.zeros_like(bn_scale)"
+                lines.append(f"    {sc} = {sc} * {names[bn.weight]}.float()")
+            lines.append(f"    {wn} = ({wn}.float() * {sc}.reshape{wshape}).to({cv.w.name}.dtype)")
+            base = f"{names[cv.bias]}.float()" if cv.bias is not None else f"torch.zeros_like({sc})"
             shift = f" + {names[bn.bias]}.float()" if bn.bias is not None else ""
-            lines.append(f"    conv_b = ({base} - {names[bn.mean]}.float()) * bn_scale{shift}")
-            ret.append("conv_b.contiguous()")
+            lines.append(f"    {bname} = ({base} - {names[bn.mean]}.float()) * {sc}{shift}")
+            ret.append(f"{bname}.contiguous()")
         ret += sig.passthrough()
         lines.append(f"    return {tup(ret)}")
         return lines
@@ -435,7 +440,7 @@ class _Builder:
         sd, sh, sw = self.buf_stride
         pd, ph, pw = self.buf_pad
         groups, cig = (cv.C, 1) if self.mode == "depthwise" else (cv.G, cv.Cig)
-        head = [f"@ct.kernel",
+        head = ["@ct.kernel",
                 f"def {self.kid}_pad_kernel(X, XP, TC: ct.Constant[int], TH: ct.Constant[int], TW: ct.Constant[int]):",
                 '    """Zero-padded, phase-split copy of the input (one pass; makes every tap a box load)."""',
                 "    pid = ct.bid(0)"]
@@ -470,7 +475,7 @@ class _Builder:
         _, cig, _, hq, wq = self.buf
         tw = pow2_clamp(wq, 8, 64)
         th = pow2_clamp(hq, 1, max(1, 512 // tw))
-        tc = pow2_clamp(cig, 1, max(1, 4096 // (th * tw)))
+        tc = pow2_clamp(cig, 1, max(1, min(256, 4096 // (th * tw))))
         return tc, th, tw
 
     def coords_lines(self, ch: str) -> None:
@@ -710,7 +715,7 @@ class _Builder:
         kernels = []
         if self.buf is not None:
             kernels.append(self.pad_kernel())
-        kernels.append("\n".join([f"@ct.kernel", f"def {kid}_kernel({', '.join(sig_params)}):",
+        kernels.append("\n".join(["@ct.kernel", f"def {kid}_kernel({', '.join(sig_params)}):",
                                   f'    """{doc}."""'] + body) + "\n")
         w: list[str] = []
         W = w.append
@@ -718,34 +723,40 @@ class _Builder:
             w.extend(self.prepare_code(self.sig))
             W("")
             W("")
-        W(f"def launch_{kid}({', '.join(self.sig.launch_params())}):")
+        params = self.sig.launch_params()
+        taken = set(params) | {o.name for o in spec.outputs} | {self.w_name}
+        xp = fresh_name("xp", taken)
+        taken.add(xp)
+        W(f"def launch_{kid}({', '.join(params)}):")
         dev = self.sig.device()
         if not self.sig.prepare:
             w.extend(self.weight_lines(cv.w.name))
-            W("    conv_w = conv_w.contiguous()")
+            W(f"    {self.w_name} = {self.w_name}.contiguous()")
         for o in spec.outputs:
             W(f"    {o.name} = torch.empty({tup(o.shape)}, dtype=torch.{o.dtype}, device={dev})")
         x = self.sig.host[cv.x.graph_value]
-        x5 = f"{x}.reshape{tup([cv.N, cv.C] + cv.insp)}" if cv.nd < 3 else x
+        x5 = f"{x}.reshape{tup([cv.N, cv.C] + cv.insp)}" if cv.nd < 3 or self.flat else x
         if self.buf is not None:
-            W(f"    xp = torch.empty({tup(self.buf)}, dtype={x}.dtype, device={dev})")
+            W(f"    {xp} = torch.empty({tup(self.buf)}, dtype={x}.dtype, device={dev})")
             tc, th, tw = self.pad_tiles()
             _, cig, planes, hq, wq = self.buf
             grid = self.buf[0] * cdiv(cig, tc) * planes * cdiv(hq, th) * cdiv(wq, tw)
             W(f"    ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {kid}_pad_kernel, "
-              f"({x5}, xp, {tc}, {th}, {tw}))")
+              f"({x5}, {xp}, {tc}, {th}, {tw}))")
         elif self.mode == "depthwise":
-            W(f"    xp = {x5}")
+            W(f"    {xp} = {x5}")
         else:
-            W(f"    xp = {x}.reshape{tup([cv.N * cv.G, cv.Cig] + cv.insp)}")
+            W(f"    {xp} = {x}.reshape{tup([cv.N * cv.G, cv.Cig] + cv.insp)}")
         if self.mode == "depthwise":
-            W(f"    xp = xp.reshape{tup([cv.N, cv.C] + (self.buf[2:] if self.buf else cv.insp))}")
+            W(f"    {xp} = {xp}.reshape{tup([cv.N, cv.C] + (self.buf[2:] if self.buf else cv.insp))}")
         out_view = ([cv.N, cv.C] if self.mode == "depthwise" else [cv.N * cv.G, cv.Cog]) + cv.outsp
         out_args = [f"{o.name}.view{tup(out_view)}" for o in spec.outputs]
         side_args = []
         for i, (param, expr) in enumerate(self.sides):
-            W(f"    side{i} = {expr}")
-            side_args.append(f"side{i}")
+            name = fresh_name(f"side{i}", taken)
+            taken.add(name)
+            W(f"    {name} = {expr}")
+            side_args.append(name)
         scalar_args = [expr for _, expr in self.scalars]
         sp_blocks = self.q[0] * self.tiles_h * self.tiles_w
         if self.mode == "depthwise":
@@ -755,7 +766,7 @@ class _Builder:
             grid = (sp_blocks, cdiv(cv.Cog, self.bco), z)
         if grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ:
             raise Unsupported(f"grid {grid} exceeds the second/third grid dimension limit")
-        args = ["xp", "conv_w"] + out_args + side_args + scalar_args + [str(t) for t in tiles]
+        args = [xp, self.w_name] + out_args + side_args + scalar_args + [str(t) for t in tiles]
         W(f"    ct.launch(torch.cuda.current_stream(), {grid}, {kid}_kernel, {tup(args)})")
         W(f"    return {', '.join(o.name for o in spec.outputs)}")
         code = "\n\n".join(kernels) + "\n\n" + "\n".join(w) + "\n"

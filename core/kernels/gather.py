@@ -22,7 +22,7 @@ from typing import Any
 from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
-from .indexing import (SideLoader, alloc_outputs, array_param, broadcast_index, contiguous_strides, decode,
+from .indexing import (SideLoader, alloc_outputs, array_param, broadcast_index, decode,
                        elementwise, flat_index, input_args, input_for, is_ref, module, out_param, output_vars, prod,
                        ret_outputs, tup, wrapper_head)
 

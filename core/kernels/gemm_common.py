@@ -150,6 +150,8 @@ def side_view(shape: Sequence[int], out_shape: Sequence[int], perm: Sequence[int
         suffix += f".expand{tup([expanded[d] for d in perm])}"
     permuted = [expanded[d] for d in perm]
     if permuted != view:
+        if suffix == f".reshape{tup(padded)}":  # one reshape does both
+            suffix = ""
         suffix += f".reshape{tup(view)}"
     return suffix, view
 
@@ -223,22 +225,32 @@ def parse_batch_norm(rec: OpRecord, anchor_node: str) -> BatchNorm:
     return BatchNorm(rec.node, ref("weight"), ref("bias"), mean, var, float(eps if eps is not None else 1e-5))
 
 
+def fresh_name(base: str, taken: set[str]) -> str:
+    name, i = base, 1
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    return name
+
+
 def bn_fold_lines(bn: BatchNorm, names: dict[str, str], weight: str, bias: str | None, channel_dim: int,
-                  weight_rank: int, lines: list[str], indent: str = "    ") -> tuple[str, str]:
+                  weight_rank: int, lines: list[str], indent: str = "    ",
+                  out_names: tuple[str, str] = ("folded_w", "folded_b")) -> tuple[str, str]:
     """Host lines folding `bn` into (weight, bias): w' = w * s along `channel_dim`, b' = (b - mean) * s + beta with
     s = gamma / sqrt(var + eps). Runs once, in prepare_; the folded bias is float32. Returns (w', b') names."""
     mean, var = names[bn.mean], names[bn.var]
-    lines.append(f"{indent}bn_scale = torch.rsqrt({var}.float() + {bn.eps!r})")
+    sc = fresh_name("bn_scale", set(names.values()) | set(out_names) | {weight})
+    lines.append(f"{indent}{sc} = torch.rsqrt({var}.float() + {bn.eps!r})")
     if bn.weight is not None:
-        lines.append(f"{indent}bn_scale = bn_scale * {names[bn.weight]}.float()")
+        lines.append(f"{indent}{sc} = {sc} * {names[bn.weight]}.float()")
     shape = ["1"] * weight_rank
     shape[channel_dim] = "-1"
-    lines.append(f"{indent}folded_w = ({weight}.float() * bn_scale.reshape({', '.join(shape)}))"
+    fw, fb = out_names
+    lines.append(f"{indent}{fw} = ({weight}.float() * {sc}.reshape({', '.join(shape)}))"
                  f".to({weight}.dtype)")
-    base = f"{bias}.float()" if bias is not None else "torch.zeros_like(bn_scale)"
+    base = f"{bias}.float()" if bias is not None else f"torch.zeros_like({sc})"
     shift = f" + {names[bn.bias]}.float()" if bn.bias is not None else ""
-    lines.append(f"{indent}folded_b = ({base} - {mean}.float()) * bn_scale{shift}")
-    return "folded_w", "folded_b"
+    lines.append(f"{indent}{fb} = ({base} - {mean}.float()) * {sc}{shift}")
+    return fw, fb
 
 
 def elementwise_ops(ops: Sequence[OpRecord], what: str) -> list[OpRecord]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from ..specs import KernelSpec, OpRecord, TensorSpec
+from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args, float_literal, scalar_value
 from .indexing import (SideLoader, array_param, broadcast_index, decode, elementwise, input_args, is_ref, module,
@@ -557,7 +557,8 @@ def _row_loss(plan: _Plan) -> KernelSource:
         if a.get("swap"):
             accs["npn"] = None
     for name in accs:
-        init = "ct.full((BR, BD), -math.inf, dtype=ct.float32)" if p == math.inf else "ct.zeros((BR, BD), dtype=ct.float32)"
+        init = ("ct.full((BR, BD), -math.inf, dtype=ct.float32)" if p == math.inf
+                else "ct.zeros((BR, BD), dtype=ct.float32)")
         lines.append(f"{ind}{name} = {init}")
     lines.append(f"{ind}for j in range({-(-D // BD)}):")
     lines.append(f"{li}dd = j * BD + ct.arange(BD, dtype=ct.int32)[None, :]")
@@ -614,7 +615,8 @@ def _row_loss(plan: _Plan) -> KernelSource:
                   f"{ind}t11 = ct.sum(s11, axis=1, keepdims=True)",
                   f"{ind}t22 = ct.sum(s22, axis=1, keepdims=True)"]
         if op == "cosine_similarity":
-            lines.append(f"{ind}per = t12 / (ct.maximum(ct.sqrt(t11), {_f(eps)}) * ct.maximum(ct.sqrt(t22), {_f(eps)}))")
+            lines.append(f"{ind}per = t12 / (ct.maximum(ct.sqrt(t11), {_f(eps)}) * "
+                         f"ct.maximum(ct.sqrt(t22), {_f(eps)}))")
         else:
             y = plan.operand("target")
             if y is None:

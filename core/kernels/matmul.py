@@ -22,11 +22,11 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 
-from ..specs import KernelSpec, OpRecord, TensorSpec
+from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported
-from .gemm_common import (CT_DTYPES, LOW_PRECISION, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv,
-                          check_float, elementwise_ops, is_ref, load_side_lines, parse_batch_norm, pow2_clamp,
-                          prod, side_view, tensor_input, tup, value_shapes)
+from .gemm_common import (LOW_PRECISION, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv, check_float,
+                          elementwise_ops, fresh_name, is_ref, load_side_lines, parse_batch_norm, pow2_clamp, prod,
+                          side_view, tensor_input, tup, value_shapes)
 
 ANCHORS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "mv", "addmv", "dot", "vdot",
            "outer", "ger"}
@@ -306,8 +306,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     if idx[0] + 1 < len(spec.ops) and spec.ops[idx[0] + 1].category == "normalization":
         bn = parse_batch_norm(spec.ops[idx[0] + 1], anchor.node)
         rest = [r for r in rest if r.node != bn.node]
-        if anchor.op != "linear":
-            raise Unsupported(f"batch norm folded into {anchor.op} (only a linear's weights fold)")
+        if anchor.op != "linear" or len(anchor.output) != 2:
+            raise Unsupported(f"batch norm after {anchor.op} with output {anchor.output}: only a 2-D linear's "
+                              "weights fold (the batch norm's channels must be the linear's outputs)")
     epilogue = elementwise_ops(rest, anchor.op)
     g = parse_anchor(spec, anchor)
     return _Builder(spec, anchor, g, bn, epilogue).build()
@@ -389,11 +390,13 @@ class _Builder:
                 if v is not None and (v not in self.inputs or self.inputs[v].role not in ("parameter", "buffer")):
                     raise Unsupported("batch norm folding needs the linear's weight, bias and the batch norm "
                                       "statistics to be parameters/buffers")
-            sig.prepared = ["folded_w", "folded_b"]
+            taken = {t.name for t in self.spec.inputs}
+            fw, fb = fresh_name("folded_w", taken), fresh_name("folded_b", taken)
+            sig.prepared = [fw, fb]
             sig.prepared += [t.name for t in self.spec.inputs if t.role in ("parameter", "buffer")
                              and t.graph_value not in consumed]
-            sig.host[w.graph_value] = "folded_w"
-            self.folded_bias = "folded_b"
+            sig.host[w.graph_value] = fw
+            self.folded_bias = fb
         return sig
 
     # ---- kernel -----------------------------------------------------------------------------------------
@@ -538,7 +541,7 @@ class _Builder:
         params = ["A", "B"] + outs + [p for p, *_ in self.sides] + [p for p, _ in self.scalars]
         consts = ["TRANS_A", "TRANS_B", "BM", "BN", "BK", "GROUP_M"]
         sig_params = params + [f"{c}: ct.Constant[{'bool' if c.startswith('TRANS') else 'int'}]" for c in consts]
-        head = [f"@ct.kernel", f"def {kid}_kernel({', '.join(sig_params)}):",
+        head = ["@ct.kernel", f"def {kid}_kernel({', '.join(sig_params)}):",
                 f'    """{self.anchor.op} as a {"batched " if g.batch_shape else ""}GEMM: ({g.M} x {g.K}) @ '
                 f'({g.K} x {g.N}){f" x {prod(g.batch_shape)}" if g.batch_shape else ""}, fused epilogue."""']
         kernel = "\n".join(head + body) + "\n"
@@ -551,9 +554,10 @@ class _Builder:
             wt = self.inputs[g.b.value]
             bias = names[g.addend] if g.addend else None
             lines: list[str] = []
-            bn_fold_lines(self.bn, names, wt.name, bias, 0, 2, lines)
+            fw, fb = self.sig.prepared[:2]
+            bn_fold_lines(self.bn, names, wt.name, bias, 0, 2, lines, out_names=(fw, fb))
             w.extend(lines)
-            W(f"    return {tup(['folded_w.contiguous()', 'folded_b.contiguous()'] + self.sig.passthrough())}")
+            W(f"    return {tup([f'{fw}.contiguous()', f'{fb}.contiguous()'] + self.sig.passthrough())}")
             W("")
             W("")
         W(f"def {kid}_operand(t):")
@@ -565,13 +569,17 @@ class _Builder:
         W("    return t.contiguous(), False")
         W("")
         W("")
-        W(f"def launch_{kid}({', '.join(self.sig.launch_params())}):")
+        params = self.sig.launch_params()
+        taken = set(params) | {o.name for o in spec.outputs}
+        la, lta, lb, ltb = (fresh_name(n, taken) for n in ("a", "trans_a", "b", "trans_b"))
+        taken |= {la, lta, lb, ltb}
+        W(f"def launch_{kid}({', '.join(params)}):")
         dev = self.sig.device()
         for i, o in enumerate(spec.outputs):
             W(f"    {o.name} = torch.empty({tup(o.shape)}, dtype=torch.{o.dtype}, device={dev})")
         host = self.sig.host
-        W(f"    a, trans_a = {kid}_operand({g.a.host(host[g.a.value], g.fold)})")
-        W(f"    b, trans_b = {kid}_operand({g.b.host(host[g.b.value], False if not g.fold else True)})")
+        W(f"    {la}, {lta} = {kid}_operand({g.a.host(host[g.a.value], g.fold)})")
+        W(f"    {lb}, {ltb} = {kid}_operand({g.b.host(host[g.b.value], g.fold)})")
         out_args = []
         for o in spec.outputs:
             expr = o.name
@@ -582,12 +590,14 @@ class _Builder:
             out_args.append(expr)
         side_args = []
         for i, (param, expr, _, view) in enumerate(self.sides):
-            W(f"    side{i} = {expr}")
-            side_args.append(f"side{i}")
+            name = fresh_name(f"side{i}", taken)
+            taken.add(name)
+            W(f"    {name} = {expr}")
+            side_args.append(name)
         scalar_args = [expr for _, expr in self.scalars]
         grid = (cdiv(g.M, self.tile_m) * cdiv(g.N, self.tile_n), max(1, self.batch), 1)
-        args = ["a", "b"] + out_args + side_args + scalar_args + ["trans_a", "trans_b", str(self.tile_m), str(self.tile_n),
-                                                                str(self.tile_k), str(GROUP_M)]
+        args = [la, lb] + out_args + side_args + scalar_args + [lta, ltb, str(self.tile_m), str(self.tile_n),
+                                                              str(self.tile_k), str(GROUP_M)]
         W(f"    ct.launch(torch.cuda.current_stream(), {grid}, {kid}_kernel, {tup(args)})")
         W(f"    return {', '.join(o.name for o in spec.outputs)}")
         code = kernel + "\n\n" + "\n".join(w) + "\n"

@@ -16,7 +16,7 @@ import math
 
 from ..specs import KernelSpec, TensorSpec
 from .base import KernelSource, Unsupported
-from .rowwise import (FLOAT_DTYPES, NUM_SM, Code, Kernel, Parts, TileCtx, cdiv, choose_tiles, ct_dtype, decode,
+from .rowwise import (FLOAT_DTYPES, NUM_SM, Code, Kernel, Parts, TileCtx, cdiv, choose_tiles, decode,
                       emit_ops, flit, input_ctx, make_layout, norm_dims, out_dim_map, pow2_at_least, pow2_floor,
                       prod, split_spec, store_line, wrapper_source)
 
@@ -396,18 +396,17 @@ def generate(spec: KernelSpec) -> KernelSource:
     anchor = parts.anchor
     shape, in_dtype = value_shape(parts, parts.main)
     red, dims, keepdim = parse_reduction(anchor, len(shape), in_dtype)
+    if in_dtype == "bool" and red.acc == "ct.float32" and isinstance(red, Sum) and prod(shape) >= 2 ** 24:
+        red.acc = "ct.int64"  # counts beyond 2**24 are not exact in float32
     if red.acc != "ct.float32" and (parts.prologue or parts.epilogue):
-        if in_dtype == "bool" and prod(shape) < 2 ** 24:
-            red.acc = "ct.float32"  # counting: exact in float32
-        else:
-            raise Unsupported(f"integer {anchor.op} with fused elementwise ops")
+        raise Unsupported(f"integer {anchor.op} with fused elementwise ops")
     out_shape = list(anchor.output)
     plan = OutputPlan(parts, red, out_shape)
 
     layout = make_layout(shape, dims)
     choose_tiles(layout, 4096, max_br=4096)
     if layout.kind == "row" and layout.BO == 1 and layout.blocks() < NUM_SM and layout.R > 8192:
-        layout.BR = max(1024, min(layout.BR, pow2_floor(layout.R // 16)))
+        layout.BR = max(1024, min(layout.BR, pow2_floor(layout.R // 64)))  # enough chunks to split
     split = 1
     if layout.blocks() < NUM_SM and layout.nch >= 4:
         split = min(pow2_floor(max(1, (2 * NUM_SM) // layout.blocks())), pow2_floor(layout.nch // 2), 256)
@@ -423,7 +422,7 @@ class _Gen:
         self.split = split if split >= 2 else 1
         self.cps = cdiv(layout.nch, self.split)
         self.wrapper: list[str] = []
-        self.results: dict[int, str] = {}
+        self.permuted: set[str] = set()  # outputs written through a permuted buffer
 
     # -- helpers
     def env_for_results(self, res: list[str]) -> dict[str, str]:
@@ -449,7 +448,9 @@ class _Gen:
                 self.wrapper.append(f"{t.name}_buf = torch.empty({pshape}, dtype=torch.{t.dtype}, "
                                     f"device={self.device}.device)")
                 inv = [L.perm.index(d) for d in range(len(L.perm))]
+                # the kernel writes the permuted buffer; consumers get the usual contiguous layout
                 self.wrapper.append(f"{t.name} = {t.name}_buf.permute{tuple(inv)}")
+                self.permuted.add(t.name)
                 kernel.tensor(name, f"{t.name}_buf.reshape{L.view_shape}")
             else:
                 self.wrapper.append(f"{t.name} = torch.empty({tuple(t.shape)}, dtype=torch.{t.dtype}, "
@@ -463,62 +464,35 @@ class _Gen:
         return next(t.name for t in self.spec.inputs if t.role != "scalar")
 
     # -- the input pass: load/prologue one chunk, store prologue outputs, fold into the states
-    def emit_chunk(self, kernel: Kernel, k: Code, chunk: str, states: list[str], full_views) -> list[str]:
-        L, red = self.L, self.red
+    def load_chunk(self, kernel: Kernel, k: Code, chunk: str, full_views) -> tuple[str, str | None]:
+        """The chunk's input tile (after the prologue, whose outputs are stored here) and its validity mask."""
+        L = self.L
         L.emit_chunk_coords(k, chunk)
         ctx = input_ctx(kernel, L, self.parts)
         ctx.full_index = L.tile_index(chunk)
-        compute = red.acc
         if self.parts.prologue:
             env = emit_ops(self.parts.prologue, {}, lambda v: ctx.load(v, k), k)
             t = env[self.parts.main]
             for name, out in full_views:
                 k(store_line(name, L.tile_index(chunk), env[out.graph_value], out.dtype, L.tile))
         else:
-            t = ctx.load(self.parts.main, k, compute)
-        valid = None
-        if L.needs_mask():
-            k(f"valid = cols < {L.R}")
-            valid = "valid"
-        count = flit(float(L.BR))
-        if red.lanewise:
-            el = assign(k, "el", red.elem(k, t, "cols", valid, L.tile))
-            new = red.combine(k, states, el) if states else el
-        else:
-            part = assign(k, "part", red.chunk(k, t, "cols", valid, L.axis, L.tile, count))
-            new = red.combine(k, states, part) if states else part
-        tmp = assign(k, "nxt", new)  # all new values first: they read the old states
-        for s, e in zip(states, tmp):
-            k(f"{s} = {e}")
-        return states
+            t = ctx.load(self.parts.main, k, self.red.acc)
+        if not L.needs_mask():
+            return t, None
+        k(f"valid = cols < {L.R}")
+        return t, "valid"
 
     def emit_input_pass(self, kernel: Kernel, full_views) -> list[str]:
         """Body of the main (or stage-one) kernel up to the per-row states; returns the state variables."""
         L, red, k = self.L, self.red, kernel.body
         L.emit_block_coords(k)
-        lane = red.lanewise
-        shape = L.tile if lane else L.red_tile
         states = [f"acc{i}" for i in range(len(red.states()))]
-        if self.split == 1 and L.nch == 1:
-            # one chunk: reduce it directly
-            L.emit_chunk_coords(k, "0")
-            ctx = input_ctx(kernel, L, self.parts)
-            ctx.full_index = L.tile_index("0")
-            if self.parts.prologue:
-                env = emit_ops(self.parts.prologue, {}, lambda v: ctx.load(v, k), k)
-                t = env[self.parts.main]
-                for name, out in full_views:
-                    k(store_line(name, L.tile_index("0"), env[out.graph_value], out.dtype, L.tile))
-            else:
-                t = ctx.load(self.parts.main, k, red.acc)
-            valid = None
-            if L.needs_mask():
-                k(f"valid = cols < {L.R}")
-                valid = "valid"
-            vals = red.chunk(k, t, "cols", valid, L.axis, L.tile, flit(float(L.R)))
-            for s, e in zip(states, vals):
+        if self.split == 1 and L.nch == 1:  # one chunk: reduce it directly
+            t, valid = self.load_chunk(kernel, k, "0", full_views)
+            for s, e in zip(states, red.chunk(k, t, "cols", valid, L.axis, L.tile, flit(float(L.R)))):
                 k(f"{s} = {e}")
             return states
+        shape = L.tile if red.lanewise else L.red_tile
         for s, (dt, init) in zip(states, red.states()):
             k(f"{s} = ct.full({shape}, {init}, dtype={dt})")
         if self.split > 1:
@@ -529,10 +503,16 @@ class _Gen:
         else:
             header = f"for c in range({L.nch}):"
         with k.block(header):
-            self.emit_chunk(kernel, k, "c", states, full_views)
-        if lane:
-            red_states = assign(k, "rs", red.reduce(k, states, L.axis, L.tile))
-            return red_states
+            t, valid = self.load_chunk(kernel, k, "c", full_views)
+            if red.lanewise:  # per-lane states, reduced across lanes once after the loop
+                new = red.combine(k, states, assign(k, "el", red.elem(k, t, "cols", valid, L.tile)))
+            else:  # reduce the chunk, merge into the row states
+                part = assign(k, "part", red.chunk(k, t, "cols", valid, L.axis, L.tile, flit(float(L.BR))))
+                new = red.combine(k, states, part)
+            for s, e in zip(states, assign(k, "nxt", new)):  # all new values first: they read the old states
+                k(f"{s} = {e}")
+        if red.lanewise:
+            return assign(k, "rs", red.reduce(k, states, L.axis, L.tile))
         return states
 
     def emit_epilogue(self, kernel: Kernel, k: Code, res: list[str], ctx: TileCtx, view_of, index: str,
@@ -553,8 +533,6 @@ class _Gen:
         kid = spec.id
         main = Kernel(f"{kid}_kernel")
         full_views = self.full_out_views(main)
-        if self.parts.main in self.parts.inputs and not self.parts.prologue:
-            pass
         states = self.emit_input_pass(main, full_views)
         k = main.body
         reduced_outs = [t for t, _ in self.plan.reduced]
@@ -612,7 +590,7 @@ class _Gen:
         for kern in kernels:
             body.extend(kern.prep)
         body.extend(launches)
-        outs = [t.name for t in spec.outputs]
+        outs = [f"{t.name}.contiguous()" if t.name in self.permuted else t.name for t in spec.outputs]
         body.append(f"return {outs[0]}" if len(outs) == 1 else f"return ({', '.join(outs)},)")
         # wrapper views/allocations must precede their use: allocations first, then views, then launches
         code = "\n\n".join([main.source(doc)] + [kern.source(f"{', '.join(spec.operations)}: merge the partial "

@@ -375,7 +375,7 @@ def choose_tiles(layout: Layout, tile_elems: int, max_br: int, min_tile: int = 5
         L.BO = min(pow2_at_least(L.O), max(1, tile_elems // (L.BR * L.BI)))
         while L.BO > 1 and L.blocks() < NUM_SM and L.BO * L.BR * L.BI > min_tile:
             L.BO //= 2
-        while L.BI > 32 and L.blocks() < NUM_SM:
+        while L.BI > 32 and L.I >= L.BI and L.blocks() < NUM_SM:
             L.BI //= 2  # narrower column windows for more blocks; the rows per chunk grow to keep the tile size
             L.BR = min(pow2_at_least(L.R), max(1, tile_elems // L.BI), max_br)
     return L
@@ -526,7 +526,7 @@ def choose_tiles_full_row(layout: Layout, max_single: int = 8192, chunk: int = 4
     L.BO = min(pow2_at_least(L.O), max(1, tile_elems // (L.BR * L.BI)))
     while L.BO > 1 and L.blocks() < NUM_SM and L.BO * L.BR * L.BI > 512:
         L.BO //= 2
-    while L.BI > 32 and L.blocks() < NUM_SM and L.BO * L.BR * L.BI > 512:
+    while L.BI > 32 and L.I >= L.BI and L.blocks() < NUM_SM and L.BO * L.BR * L.BI > 512:
         L.BI //= 2
     return L
 
