@@ -2,8 +2,10 @@
 
 It follows the ModelSession: a finished analysis starts the kernel generators on a worker thread (the first call
 imports the kernel library, seconds); every edit restarts a short debounce, after which composing the file and
-checking its purity run on a worker (a few hundred ms for a large model), so typing never waits for either. Each
-result carries a request number and a result that is no longer the latest is dropped, as in the session.
+checking its purity run in a helper process (a few hundred ms of pure Python for a large model: on a thread it
+would hold the interpreter lock against the GUI thread while the user types). Without the helper process (it
+could not start) the work falls back to a worker thread. Each result carries a request number and a result that is
+no longer the latest is dropped, as in the session.
 
 Edits are the user's work and outlive everything but an explicit reset or opening another model: a re-analysis
 keeps them (a kernel the new analysis no longer has keeps its edit, reported as orphaned, and not composed).
@@ -15,126 +17,19 @@ editor through the section's line range and the length of its banner header, com
 from __future__ import annotations
 
 import functools
-import time
-import traceback
-from dataclasses import dataclass, field
+import multiprocessing
+from concurrent.futures import Future, ProcessPoolExecutor
 
 from PySide6.QtCore import QObject, Qt, QThreadPool, QTimer, Signal
 
-from tilestudio.core.composer import ComposedFile, compose_file
 from tilestudio.core.kernels.base import KernelSource
-from tilestudio.core.purity import PurityDiagnostic, check_text
 from tilestudio.core.specs import Decomposition
+
+from .editors_compose import ComposeResult, code_offsets, compose_and_check, generate_sources
 
 COMPOSE_DEBOUNCE_MS = 200  # purity results land ≤ 300 ms after the last keystroke on a mid-size model
 
-
-# ---- pure helpers (no Qt): run on worker threads -------------------------------------------------------------
-def generate_sources(dec: Decomposition) -> dict[str, KernelSource]:
-    """Every kernel's generated source; a generator that crashes yields a skeleton naming the crash."""
-    from tilestudio.core.kernels import generate_kernel
-    from tilestudio.core.kernels.skeleton import skeleton_source
-
-    sources = {}
-    for k in dec.kernels:
-        try:
-            sources[k.id] = generate_kernel(k)
-        except Exception as exc:  # noqa: BLE001 - a generator bug must not take the editors down
-            sources[k.id] = skeleton_source(k, f"the {k.family} generator failed ({type(exc).__name__}: {exc})")
-    return sources
-
-
-def code_offsets(composed: ComposedFile, codes: dict[str, str]) -> dict[str, int]:
-    """kernel id → offset such that `editor line = composed line - offset`, for lines of the kernel's code.
-
-    The composer writes a section as a banner/provenance header followed by the code with its leading and trailing
-    newlines stripped; the header length is the section length minus the code's, checked against the text.
-    """
-    lines = composed.text.split("\n")
-    offsets = {}
-    for kid, code in codes.items():
-        span = composed.line_map.get(f"kernel:{kid}")
-        if span is None:
-            continue
-        first, last = span
-        body = code.strip("\n").split("\n")
-        header = (last - first + 1) - len(body)
-        section = lines[first - 1:last]
-        if header < 0 or section[header:] != body:
-            header = _header_by_scan(section)
-        leading = len(code) - len(code.lstrip("\n"))
-        offsets[kid] = first + header - leading - 1
-    return offsets
-
-
-def _header_by_scan(section: list[str]) -> int:
-    """Fallback: the header is the run of comment lines the section starts with."""
-    n = 0
-    while n < len(section) and section[n].startswith("#"):
-        n += 1
-    return n
-
-
-@dataclass
-class ComposeResult:
-    request: int
-    text: str = ""
-    composed: ComposedFile | None = None
-    diagnostics: list[PurityDiagnostic] = field(default_factory=list)
-    offsets: dict[str, int] = field(default_factory=dict)  # kernel id → composed line - editor line
-    error: str = ""  # composing itself failed (a bug): the previous text stays
-    seconds: float = 0.0
-
-    def kernel_at(self, line: int) -> str | None:
-        """The kernel whose section holds composed `line`."""
-        if self.composed is None:
-            return None
-        for key, (first, last) in self.composed.line_map.items():
-            if key.startswith("kernel:") and first <= line <= last:
-                return key.split(":", 1)[1]
-        return None
-
-    def editor_line(self, kernel_id: str, composed_line: int) -> int | None:
-        """The kernel editor's line for a composed line, or None when it is in the header or outside the code."""
-        if self.composed is None or kernel_id not in self.offsets:
-            return None
-        first, last = self.composed.line_map[f"kernel:{kernel_id}"]
-        line = composed_line - self.offsets[kernel_id]
-        if not first <= composed_line <= last or line < 1:
-            return None
-        return line
-
-    def composed_line(self, kernel_id: str, editor_line: int) -> int | None:
-        if kernel_id not in self.offsets or self.composed is None:
-            return None
-        line = editor_line + self.offsets[kernel_id]
-        first, last = self.composed.line_map[f"kernel:{kernel_id}"]
-        return line if first <= line <= last else None
-
-    def kernel_diagnostics(self, kernel_id: str) -> list[tuple[int, PurityDiagnostic]]:
-        """(editor line, diagnostic) for the diagnostics inside the kernel's code."""
-        out = []
-        for d in self.diagnostics:
-            if self.kernel_at(d.line) == kernel_id:
-                line = self.editor_line(kernel_id, d.line)
-                if line is not None:
-                    out.append((line, d))
-        return out
-
-
-def compose_and_check(request: int, dec: Decomposition, sources: dict[str, KernelSource],
-                      original: str) -> ComposeResult:
-    """Compose the file and check its purity; runs on a worker thread."""
-    start = time.perf_counter()
-    try:
-        composed = compose_file(dec, sources, original)
-        diagnostics = check_text(composed.text, original)
-        offsets = code_offsets(composed, {kid: src.code for kid, src in sources.items()})
-    except Exception as exc:  # noqa: BLE001 - report and keep the previous composition
-        return ComposeResult(request, error=f"composing failed: {type(exc).__name__}: {exc}\n"
-                                            f"{traceback.format_exc(limit=4)}")
-    return ComposeResult(request, composed.text, composed, diagnostics, offsets,
-                         seconds=time.perf_counter() - start)
+__all__ = ["ComposeResult", "KernelWorkspace", "code_offsets"]
 
 
 # ---- the workspace -------------------------------------------------------------------------------------------
@@ -150,7 +45,8 @@ class KernelWorkspace(QObject):
     _generated = Signal(int, object, object)  # request, Decomposition, sources
     _composed = Signal(object)  # ComposeResult
 
-    def __init__(self, parent: QObject | None = None, *, debounce_ms: int = COMPOSE_DEBOUNCE_MS):
+    def __init__(self, parent: QObject | None = None, *, debounce_ms: int = COMPOSE_DEBOUNCE_MS,
+                 use_process: bool = True):
         super().__init__(parent)
         self.model_path: str | None = None
         self.original: str = ""
@@ -164,6 +60,9 @@ class KernelWorkspace(QObject):
         self._compose_pending = False
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(2)
+        self._use_process = use_process
+        self._closed = False  # after shutdown nothing starts again (late results are dropped)
+        self._process_pool: ProcessPoolExecutor | None = None
         self._generated.connect(self._on_generated, Qt.ConnectionType.QueuedConnection)
         self._composed.connect(self._on_composed, Qt.ConnectionType.QueuedConnection)
         self._debounce = QTimer(self, singleShot=True, interval=debounce_ms)
@@ -181,6 +80,8 @@ class KernelWorkspace(QObject):
             self.cleared.emit()
 
     def set_decomposition(self, dec: Decomposition) -> None:
+        if self._closed:
+            return
         self._generation += 1
         self.generationStarted.emit()
         self.pool.start(functools.partial(self._generate, self._generation, dec))
@@ -275,7 +176,7 @@ class KernelWorkspace(QObject):
         return self._compose_running or self._compose_pending or self._debounce.isActive()
 
     def _start_compose(self) -> None:
-        if not self.ready:
+        if not self.ready or self._closed:
             return
         if self._compose_running:
             self._compose_pending = True  # run once more with the newest text when this one is done
@@ -283,11 +184,46 @@ class KernelWorkspace(QObject):
         self._compose_request += 1
         self._compose_running = True
         self.composeStarted.emit()
-        task = functools.partial(self._compose, self._compose_request, self.decomposition, self.sources(),
-                                 self.original)
-        self.pool.start(task)
+        args = (self._compose_request, self.decomposition, self.sources(), self.original)
+        executor = self._executor()
+        if executor is not None:
+            try:
+                future = executor.submit(compose_and_check, *args)
+            except Exception:  # noqa: BLE001 - a broken helper process: use a thread from now on
+                self._use_process = False
+            else:
+                future.add_done_callback(functools.partial(self._process_done, args[0]))
+                return
+        self.pool.start(functools.partial(self._compose_in_thread, *args))
 
-    def _compose(self, request: int, dec: Decomposition, sources: dict[str, KernelSource], original: str) -> None:
+    def _executor(self) -> ProcessPoolExecutor | None:
+        if not self._use_process:
+            return None
+        if self._process_pool is None:
+            try:
+                self._process_pool = ProcessPoolExecutor(max_workers=1,
+                                                         mp_context=multiprocessing.get_context("spawn"))
+            except (OSError, ValueError):
+                self._use_process = False
+        return self._process_pool
+
+    def _process_done(self, request: int, future: Future) -> None:
+        """Runs on the executor's thread: only the signal."""
+        if future.cancelled():
+            result = ComposeResult(request, error="cancelled")
+        else:
+            try:
+                result = future.result()
+            except Exception as exc:  # noqa: BLE001 - the helper died: report, next time use a thread
+                self._use_process = False
+                result = ComposeResult(request, error=f"the compose helper process failed: {exc!r}")
+        try:
+            self._composed.emit(result)
+        except RuntimeError:
+            pass
+
+    def _compose_in_thread(self, request: int, dec: Decomposition, sources: dict[str, KernelSource],
+                           original: str) -> None:
         result = compose_and_check(request, dec, sources, original)
         try:
             self._composed.emit(result)
@@ -296,6 +232,8 @@ class KernelWorkspace(QObject):
 
     def _on_composed(self, result: ComposeResult) -> None:
         self._compose_running = False
+        if self._closed:
+            return
         if self._compose_pending:
             self._compose_pending = False
             self._start_compose()
@@ -309,8 +247,16 @@ class KernelWorkspace(QObject):
     def wait(self, timeout_ms: int = -1) -> bool:
         return self.pool.waitForDone(timeout_ms)
 
+    @property
+    def helper_running(self) -> bool:
+        return self._process_pool is not None
+
     def shutdown(self, timeout_ms: int = 10_000) -> None:
+        self._closed = True
         self._debounce.stop()
         self._generation += 1
         self._compose_request += 1
+        if self._process_pool is not None:
+            self._process_pool.shutdown(wait=True, cancel_futures=True)
+            self._process_pool = None
         self.pool.waitForDone(timeout_ms)

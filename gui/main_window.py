@@ -531,6 +531,7 @@ class MainWindow(QMainWindow):
             analysis.decomposition, os.path.splitext(os.path.basename(self.session.path or ""))[0],
             selected=self.kernels.selected_id()))
         self.session.analysisFailed.connect(lambda _info: self.graph_view.set_decomposition(None))
+        self._graph_closer = _OnClose(self, lambda: self.graph_view.wait(10_000))
 
     def _open_kernel_editor(self, kernel_id: str) -> None:
         self.kernels.select(kernel_id)

@@ -16,8 +16,6 @@ import html
 import json
 import os
 import shutil
-import signal
-import sys
 import tempfile
 import traceback
 from typing import Callable
@@ -37,6 +35,8 @@ from .graph_view import theme_for_palette
 from .kernels_pane import swatch
 from .settings_dialog import AppSettings
 from .theme import DARK, Theme
+from .validation_support import (dry_run_text, kill_tree, log_kind_for, num, quote, signal_name, timings_text,
+                                 validate_command)
 from .widgets import PlaceholderTree
 
 COLUMNS = ["Kernel", "Compile (s)", "Check", "Max abs err", "Max rel err", "Time (ms)", "Message"]
@@ -50,81 +50,6 @@ PILLS = {
     "fail": ("FAIL", "#f85149", "#cf222e"), "error": ("ERROR", "#f85149", "#cf222e"),
     "no_gpu": ("NO GPU", "#d29922", "#9a6700"), "cancelled": ("CANCELLED", "#8b949e", "#6e7781"),
 }
-
-
-def validate_command(python: str, composed_path: str, settings: AppSettings) -> list[str]:
-    """The real runner: the CLI's validate command, streaming JSON lines."""
-    return [python, "-m", "tilestudio", "validate", composed_path, "--json", "--timeout",
-            f"{settings.validation_timeout_s:g}", "--atol", f"{settings.atol:g}", "--rtol", f"{settings.rtol:g}"]
-
-
-def process_tree(pid: int) -> list[int]:
-    """`pid` and all its descendants (Linux /proc; just `pid` elsewhere). Found by parent id, so children that
-    started their own session (the GPU child) are included."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return [pid]
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    tree, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        if p in tree:
-            continue
-        tree.append(p)
-        todo.extend(children.get(p, []))
-    return tree
-
-
-def kill_tree(pid: int) -> list[int]:
-    """Stop the tree first (so nothing forks while we look), then SIGKILL every process in it."""
-    frozen: list[int] = []
-    for _ in range(3):
-        tree = [p for p in process_tree(pid) if p not in frozen]
-        if not tree:
-            break
-        for p in tree:
-            _signal(p, signal.SIGSTOP)
-        frozen += tree
-    for p in frozen:
-        _signal(p, signal.SIGKILL)
-    return frozen
-
-
-def _signal(pid: int, sig: int) -> None:
-    if pid <= 1 or pid == os.getpid():
-        return
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def _num(value, fmt: str) -> str:
-    if value is None:
-        return ""
-    try:
-        return format(float(value), fmt)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 class _ComposeDone(QObject):
@@ -381,7 +306,7 @@ class ValidationPane(QWidget):
         proc.errorOccurred.connect(self._on_process_error)
         self.process = proc
         self._set_state("running")
-        self._log("$ " + " ".join(_quote(a) for a in argv), "dim")
+        self._log("$ " + " ".join(quote(a) for a in argv), "dim")
         self._watchdog.start(int(1000 * (settings.validation_timeout_s + WATCHDOG_MARGIN_S)))
         proc.start()
 
@@ -476,7 +401,7 @@ class ValidationPane(QWidget):
             except ValueError:
                 pass
             self._log(f"report: {str(data.get('status', '?')).upper()} ({data.get('wall_s', 0):.1f} s)",
-                      _log_kind_for(data.get("status")))
+                      log_kind_for(data.get("status")))
         else:
             fold(self.report, ev)
             self._log_event(ev)
@@ -501,13 +426,13 @@ class ValidationPane(QWidget):
             self._log(f"environment: torch {ev.get('torch')}, cuda.tile {ev.get('cuda_tile')}, no CUDA GPU", "dim")
             return
         if kind == "timings":
-            self._log(_timings_text(ev), "info")
+            self._log(timings_text(ev), "info")
             return
         if kind == "finished":
             self._log("finished: " + ("PASS" if ev.get("passed") else "FAIL"), "pass" if ev.get("passed") else "fail")
             return
         if kind == "dry_run":
-            self._log(_dry_run_text(ev), "pass" if ev.get("ok") else "fail")
+            self._log(dry_run_text(ev), "pass" if ev.get("ok") else "fail")
             for row in ev.get("launches", []):
                 if not row.get("ok"):
                     self._log(f"  compile error in {row.get('kernel')}: {row.get('message', '')}", "error")
@@ -546,7 +471,7 @@ class ValidationPane(QWidget):
             state, message = "cancelled", "validation cancelled: the process and its children were killed"
         elif exit_status == QProcess.ExitStatus.CrashExit:
             state = "error"
-            message = f"the validation process was killed by {_signal_name(exit_code)}"
+            message = f"the validation process was killed by {signal_name(exit_code)}"
             tail = [line for line in self._stderr_tail.splitlines() if line.strip()][-1:]
             if tail:
                 message += f": {tail[0][:200]}"
@@ -632,7 +557,7 @@ class ValidationPane(QWidget):
             ok = r.end_to_end.get("ok")
             colour = self._colour("pass" if ok else "fail")
             parts.append(f"<b style='color:{colour}'>end-to-end {'PASS' if ok else 'FAIL'}</b> "
-                         f"max diff {_num(r.end_to_end.get('max_diff'), '.3g')}")
+                         f"max diff {num(r.end_to_end.get('max_diff'), '.3g')}")
         t = r.timings
         if t.get("cutile_ms") is not None:
             parts.append(self._timings_html(t))
@@ -641,7 +566,7 @@ class ValidationPane(QWidget):
             parts.append(f"<span style='color:{self._colour('no_gpu')}'>{html.escape(message.split(':')[0])}</span>")
             if r.dry_run is not None:
                 colour = self._colour("pass" if r.dry_run.get("ok") else "fail")
-                parts.append(f"<span style='color:{colour}'>{html.escape(_dry_run_text(r.dry_run))}</span>")
+                parts.append(f"<span style='color:{colour}'>{html.escape(dry_run_text(r.dry_run))}</span>")
         if self.state in ("error", "cancelled") and getattr(self, "_message", ""):
             parts.append(html.escape(self._message))
         elif self.state == "error" and r.errors:
@@ -654,10 +579,10 @@ class ValidationPane(QWidget):
 
     def _timings_html(self, t: dict) -> str:
         """eager / torch.compile / cuTile times, the speedups green when cuTile is faster, amber when slower."""
-        times = [f"eager {_num(t.get('eager_ms'), '.3f')} ms"]
+        times = [f"eager {num(t.get('eager_ms'), '.3f')} ms"]
         if t.get("compile_ms") is not None:
-            times.append(f"torch.compile {_num(t.get('compile_ms'), '.3f')} ms")
-        times.append(f"<b>cuTile {_num(t.get('cutile_ms'), '.3f')} ms</b>")
+            times.append(f"torch.compile {num(t.get('compile_ms'), '.3f')} ms")
+        times.append(f"<b>cuTile {num(t.get('cutile_ms'), '.3f')} ms</b>")
         speed = []
         for key, label in (("speedup_vs_eager", "vs eager"), ("speedup_vs_compile", "vs torch.compile")):
             value = t.get(key)
@@ -678,7 +603,7 @@ class ValidationPane(QWidget):
                 item.setData(0, ID_ROLE, k.id)
                 self.table.addTopLevelItem(item)
                 self._rows[k.id] = item
-            item.setText(1, _num(k.compile_s, ".2f"))
+            item.setText(1, num(k.compile_s, ".2f"))
             check, colour = "", None
             if k.ok is True:
                 check, colour = "ok", self._colour("pass")
@@ -686,16 +611,16 @@ class ValidationPane(QWidget):
                 check, colour = "FAIL", self._colour("fail")
             item.setText(2, check)
             item.setForeground(2, QColor(colour) if colour else self.palette().text())
-            item.setText(3, _num(k.max_abs_err, ".3g"))
-            item.setText(4, _num(k.max_rel_err, ".3g"))
-            item.setText(5, _num(k.time_ms, ".3f"))
+            item.setText(3, num(k.max_abs_err, ".3g"))
+            item.setText(4, num(k.max_rel_err, ".3g"))
+            item.setText(5, num(k.time_ms, ".3f"))
             item.setText(6, k.message)
             item.setToolTip(6, k.message)
         for kid, (ok, seconds, message) in dry.items():
             item = self._rows.get(kid)
             if item is None or any(k.id == kid for k in r.kernels):
                 continue
-            item.setText(1, _num(seconds, ".2f"))
+            item.setText(1, num(seconds, ".2f"))
             item.setText(2, "compiles" if ok else "compile error")
             item.setForeground(2, QColor(self._colour("no_gpu" if ok else "fail")))
             item.setText(6, message or "dry run only (no GPU)")
@@ -739,41 +664,3 @@ class ValidationPane(QWidget):
     def row(self, kernel_id: str) -> list[str]:
         item = self._rows.get(kernel_id)
         return [item.text(c) for c in range(len(COLUMNS))] if item is not None else []
-
-
-def _log_kind_for(status) -> str:
-    return {"pass": "pass", "fail": "fail", "no_gpu": "warning"}.get(str(status), "error")
-
-
-def _timings_text(t: dict) -> str:
-    parts = [f"eager {_num(t.get('eager_ms'), '.3f')} ms"]
-    if t.get("compile_ms") is not None:
-        parts.append(f"torch.compile {_num(t.get('compile_ms'), '.3f')} ms")
-    parts.append(f"cuTile {_num(t.get('cutile_ms'), '.3f')} ms")
-    speed = []
-    if t.get("speedup_vs_eager") is not None:
-        speed.append(f"{t['speedup_vs_eager']:.2f}× vs eager")
-    if t.get("speedup_vs_compile") is not None:
-        speed.append(f"{t['speedup_vs_compile']:.2f}× vs torch.compile")
-    return " | ".join(parts) + (f"  ({', '.join(speed)})" if speed else "")
-
-
-def _dry_run_text(d: dict) -> str:
-    launches = d.get("launches", []) or []
-    failed = sum(1 for row in launches if not row.get("ok"))
-    text = f"dry run ({d.get('arch', '?')}): {'PASS' if d.get('ok') else 'FAIL'}, {len(launches)} launches"
-    text += f", {failed} compile error{'s' if failed != 1 else ''}" if failed else ", all compiled"
-    if d.get("violations"):
-        text += f", {len(d['violations'])} purity violations"
-    if d.get("error"):
-        text += f"; error: {d['error'].get('message', '')}"
-    return text
-
-
-def _quote(arg: str) -> str:
-    return arg if arg and all(c.isalnum() or c in "-_./=:,+@" for c in arg) else json.dumps(arg)
-
-
-if sys.platform == "win32":  # no /proc, no signals: QProcess.kill() is all there is
-    def kill_tree(pid: int) -> list[int]:  # noqa: F811
-        return [pid]

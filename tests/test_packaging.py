@@ -34,6 +34,7 @@ def spec_run(tmp_path, monkeypatch):
     hooks = types.ModuleType("PyInstaller.utils.hooks")
     hooks.collect_submodules = lambda name: [f"{name}.core.cli", f"{name}.gui.main_window"]
     hooks.collect_all = lambda name: ([], [], [name])
+    hooks.copy_metadata = lambda dist: [(f"/site-packages/{dist}.dist-info", f"{dist}.dist-info")]
     for name, module in {"PyInstaller": types.ModuleType("PyInstaller"),
                          "PyInstaller.utils": types.ModuleType("PyInstaller.utils"),
                          "PyInstaller.utils.hooks": hooks}.items():
@@ -58,7 +59,9 @@ def test_spec_references_existing_paths_and_stages_the_package(spec_run):
     scripts = analysis.args[0]
     assert [pathlib.Path(s) for s in scripts] == [ENTRY] and ENTRY.is_file()
     for source, dest in analysis.kwargs["datas"]:
-        assert pathlib.Path(source).exists(), source
+        assert pathlib.Path(source).exists() or source.startswith("/site-packages/"), source
+    for source, dest in analysis.kwargs["binaries"]:  # the tileiras toolchain, when installed
+        assert pathlib.Path(source).is_file() and dest.startswith("nvidia/cu13/"), source
     assert (str(ROOT / "resources"), "tilestudio/resources") in analysis.kwargs["datas"]
     assert pathlib.Path(exe.kwargs["icon"]).is_file()
     assert exe.kwargs["name"] == "tilestudio" and coll.kwargs["name"] == "tilestudio"

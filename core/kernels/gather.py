@@ -41,7 +41,6 @@ class _Ctx:
         self.lines: list[str] = []
         self.n = 0
         self.args = bind_args(rec)
-        self.flat_views: list[TensorSpec] = []  # inputs the wrapper passes as flat 1-D views
 
     def tmp(self, expr: str, name: str = "t") -> str:
         self.n += 1
@@ -82,11 +81,10 @@ def _embedding(c: _Ctx) -> str:
     if len(w.shape) != 2:
         raise Unsupported("aten.embedding: weight must be 2-D")
     tok = c.index_values(ids, c.coords[:-1] or ["0"], None, "tok")
-    if prod(w.shape) < 2 ** 31:
-        # one int32 offset per element into the flat table (columns past the row end only feed discarded lanes)
-        c.flat_views.append(w)
-        return f"ct.gather({array_param(w)}, {tok} * {w.shape[1]} + {c.coords[-1]})"
-    return c.gather(w, [tok, c.coords[-1]])
+    # whole table rows: one sparse index per output row, a dense slice of the embedding dim
+    tokv = c.tmp(f"ct.reshape(ct.broadcast_to({tok}, (BR, 1)), (BR,))", "tok")
+    return (f"ct.load_advanced_indexing({array_param(w)}, ({tokv}, ct.Slice(pid_l * BL, BL)), "
+            f"padding_mode=ct.PaddingMode.ZERO)")
 
 
 def _index_select(c: _Ctx) -> str:
@@ -441,7 +439,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         row = coords[-2] if k >= 2 else "0"
         for key, cexpr in ((ROW_INDEX, row), (COL_INDEX, coords[-1])):
             env[key] = f"ct.zeros({tile}, dtype=ct.int32)" if cexpr == "0" else f"ct.broadcast_to({cexpr}, {tile})"
-        sides = SideLoader(spec, coords, out_shape, tile, lines, I, exclude=[t.graph_value for t in ctx.flat_views])
+        sides = SideLoader(spec, coords, out_shape, tile, lines, I)
         env = elementwise(epilogue, env, sides, lines, I)
     for o, var in output_vars(spec, env):
         if prod(o.shape) != R * L:
@@ -452,8 +450,6 @@ def generate(spec: KernelSpec) -> KernelSource:
 
     w: list[str] = []
     device = wrapper_head(spec, w)
-    for t in ctx.flat_views:
-        w.append(f"{I}{array_param(t)} = {t.name}.reshape(-1)")
     alloc_outputs(spec, device, w)
     outs = [f"{o.name}.view({R}, {L})" for o in spec.outputs]
     grid = -(-R // BR) * nlb

@@ -384,7 +384,7 @@ def _pointwise(plan: _Plan) -> KernelSource:
         return module(spec, [kernel], wrapper, [f"{spec.id}_kernel"],
                       [f"{rec.op} (reduction none): flat tiles of {BLOCK}"])
 
-    G = min(NT, 528)
+    G = min(NT, 1024)
     TPB = -(-NT // G)
     G = -(-NT // TPB)
     head = [f"{I}pid = ct.bid(0)", f"{I}acc = ct.zeros((BLOCK,), dtype=ct.float32)",

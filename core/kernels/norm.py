@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from ..specs import KernelSpec, TensorSpec
 from .base import KernelSource, Unsupported
-from .rowwise import (FLOAT_DTYPES, Layout, Parts, SameShapeGen, cdiv, choose_tiles, choose_tiles_full_row,
-                      decode, emit_ops, flit, make_layout, prod, ref_of, split_spec)
+from .rowwise import (FLOAT_DTYPES, NUM_SM, Code, Kernel, Layout, Parts, SameShapeGen, cdiv, choose_tiles,
+                      choose_tiles_full_row, decode, emit_ops, flit, make_layout, pow2_floor, prod, ref_of,
+                      split_spec)
 
 _FINFO_EPS = {"float32": 1.1920928955078125e-07, "float16": 0.0009765625, "bfloat16": 0.0078125}
 
@@ -128,13 +129,19 @@ class _RowNorm:
         self.kind, self.eps, self.w, self.b, self.groups = kind, eps, w, b, groups
         side_view = _group_side_view(shape, groups) if kind == "group" else None
         self.gen = SameShapeGen(spec, parts, layout, out_shape=shape, side_view=side_view)
-        self.k = self.gen.kernel.body
+        self.rms = kind == "rms"
+        self.pro_outs = {t.graph_value for _, t in self.gen.out_views} & parts.prologue_values
+        # few long rows: cut each row in segments, one block each, for the statistics and for the normalizing
+        self.segments = 1
+        if layout.nch > 1 and layout.blocks() < NUM_SM:
+            self.segments = min(pow2_floor(max(1, (2 * NUM_SM) // layout.blocks())), pow2_floor(layout.nch), 64)
+        self.cps = cdiv(layout.nch, self.segments)
 
     # per-element affine parameters for the current chunk (None when absent)
-    def param_tile(self, t: TensorSpec | None, chunk: str) -> str | None:
+    def param_tile(self, kern: Kernel, t: TensorSpec | None, chunk: str) -> str | None:
         if t is None:
             return None
-        kern, k, L = self.gen.kernel, self.k, self.L
+        k, L = kern.body, self.L
         var = f"p_{t.name}"
         if self.kind in ("layer", "rms"):
             name = kern.tensor(f"a_{t.name}", f"{t.name}.reshape(1, {L.R})")
@@ -151,102 +158,163 @@ class _RowNorm:
             k(f"{var} = ct.gather({name}, rows % {self.shape[1]}).astype(ct.float32)")
         return var
 
-    def normalized(self, xs: str, chunk: str) -> str:
-        k = self.k
-        if self.kind == "rms":
-            k(f"y = {xs} * rstd")
-        else:
-            k(f"y = ({xs} - mean) * rstd")
-        w = self.param_tile(self.w, chunk)
-        b = self.param_tile(self.b, chunk)
+    def normalize_and_store(self, kern: Kernel, chunk: str, skip=frozenset()) -> None:
+        """Load the chunk (prologue included), normalize it with `mean`/`rstd`, run the epilogue, store."""
+        k = kern.body
+        t, env, ctx = self.gen.load_tile(chunk, kern)
+        k(f"y = {t} * rstd" if self.rms else f"y = ({t} - mean) * rstd")
+        w = self.param_tile(kern, self.w, chunk)
+        b = self.param_tile(kern, self.b, chunk)
         if w:
             k(f"y = y * {w}")
         if b:
             k(f"y = y + {b}")
-        return "y"
-
-    def epilogue_and_store(self, env, ctx, chunk: str, y: str, skip=frozenset()) -> None:
-        k = self.k
         env = dict(env)
-        env[self.parts.anchor.node] = y
+        env[self.parts.anchor.node] = "y"
         for gv, idx in self.parts.getitems.items():
             if idx == 0:
-                env[gv] = y
+                env[gv] = "y"
         env = emit_ops(self.parts.epilogue, env, lambda v: ctx.load(v, k), k)
         outs = {t.graph_value for _, t in self.gen.out_views} - set(skip)
-        self.gen.store_outputs(env, chunk, outs)
+        self.gen.store_outputs(env, chunk, outs, kern)
 
-    def masked(self, t: str) -> str:
+    def masked(self, k: Code, t: str) -> str:
         if self.L.needs_mask():
-            self.k(f"xs = ct.where(cols < {self.L.R}, {t}, 0.0)")
+            k(f"xs = ct.where(cols < {self.L.R}, {t}, 0.0)")
             return "xs"
         return t
 
+    def accumulate_chunk(self, kern: Kernel, chunk: str) -> None:
+        """Fold one chunk into the running statistics (sum of squares; or count, mean and M2 merged with
+        Chan's formula); prologue outputs (a residual sum) are stored here, in the statistics pass."""
+        k, L, ax = kern.body, self.L, self.L.axis
+        t, env, ctx = self.gen.load_tile(chunk, kern)
+        if self.pro_outs:
+            self.gen.store_outputs(env, chunk, self.pro_outs, kern)
+        xs = self.masked(k, t)
+        if self.rms:
+            k(f"ss = ss + ct.sum({xs} * {xs}, axis={ax}, keepdims=True)")
+            return
+        if L.needs_mask():
+            k(f"cn = ct.sum(ct.where(cols < {L.R}, 1.0, 0.0), axis={ax}, keepdims=True)")
+        else:
+            k(f"cn = ct.full({L.red_tile}, {flit(L.BR)}, dtype=ct.float32)")
+        k(f"cmean = ct.sum({xs}, axis={ax}, keepdims=True) / cn")
+        cdev = f"{xs} - cmean"
+        k(f"cdev = ct.where(cols < {L.R}, {cdev}, 0.0)" if L.needs_mask() else f"cdev = {cdev}")
+        k(f"cm2 = ct.sum(cdev * cdev, axis={ax}, keepdims=True)")
+        k("tot = n + cn")
+        k("delta = cmean - mean")
+        k("mean = mean + delta * (cn / tot)")
+        k("m2 = m2 + cm2 + delta * delta * (n * cn / tot)")
+        k("n = tot")
+
+    def init_stats(self, k: Code) -> None:
+        for v in (("ss",) if self.rms else ("n", "mean", "m2")):
+            k(f"{v} = ct.full({self.L.red_tile}, 0.0, dtype=ct.float32)")
+
+    def emit_rstd(self, k: Code) -> None:
+        var = "ss" if self.rms else "m2"
+        k(f"rstd = ct.rsqrt({var} * {flit(1.0 / self.L.R)} + {flit(self.eps)})")
+
     def build(self) -> KernelSource:
-        k, L = self.k, self.L
+        L = self.L
+        kern = self.gen.kernel
+        k = kern.body
         L.emit_block_coords(k)
         ax, inv_r = L.axis, flit(1.0 / L.R)
-        rms = self.kind == "rms"
+        before, extra, grid = [], [], None
         if L.nch == 1:
             t, env, ctx = self.gen.load_tile("0")
-            xs = self.masked(t)
-            if rms:
+            xs = self.masked(k, t)
+            if self.rms:
                 k(f"ms = ct.sum({xs} * {xs}, axis={ax}, keepdims=True) * {inv_r}")
                 k(f"rstd = ct.rsqrt(ms + {flit(self.eps)})")
             else:
                 k(f"mean = ct.sum({xs}, axis={ax}, keepdims=True) * {inv_r}")
                 dev = f"{xs} - mean"
-                if L.needs_mask():
-                    k(f"dev = ct.where(cols < {L.R}, {dev}, 0.0)")
-                else:
-                    k(f"dev = {dev}")
+                k(f"dev = ct.where(cols < {L.R}, {dev}, 0.0)" if L.needs_mask() else f"dev = {dev}")
                 k(f"var = ct.sum(dev * dev, axis={ax}, keepdims=True) * {inv_r}")
                 k(f"rstd = ct.rsqrt(var + {flit(self.eps)})")
-            self.epilogue_and_store(env, ctx, "0", self.normalized(xs, "0"))
+            # the chunk is still in registers: normalize it without reloading
+            k(f"y = {t} * rstd" if self.rms else f"y = ({t} - mean) * rstd")
+            self.finish_tile(kern, env, ctx, "0")
+        elif self.segments == 1:
+            self.init_stats(k)
+            with k.block(f"for c in range({L.nch}):"):
+                self.accumulate_chunk(kern, "c")
+            self.emit_rstd(k)
+            with k.block(f"for c in range({L.nch}):"):
+                self.normalize_and_store(kern, "c", skip=self.pro_outs)
         else:
-            pro_outs = {t.graph_value for _, t in self.gen.out_views} & self.parts.prologue_values
-            if rms:
-                k(f"ss = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
-            else:
-                for v in ("n", "mean", "m2"):
-                    k(f"{v} = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
-            with k.block(f"for c in range({L.nch}):"):
-                t, env, ctx = self.gen.load_tile("c")
-                if pro_outs:
-                    self.gen.store_outputs(env, "c", pro_outs)
-                xs = self.masked(t)
-                if rms:
-                    k(f"ss = ss + ct.sum({xs} * {xs}, axis={ax}, keepdims=True)")
-                else:
-                    # this chunk's count, mean and M2, merged into the row's running ones (Chan et al.)
-                    if L.needs_mask():
-                        k(f"cn = ct.sum(ct.where(cols < {L.R}, 1.0, 0.0), axis={ax}, keepdims=True)")
-                    else:
-                        k(f"cn = ct.full({L.red_tile}, {flit(L.BR)}, dtype=ct.float32)")
-                    k(f"cmean = ct.sum({xs}, axis={ax}, keepdims=True) / cn")
-                    cdev = f"{xs} - cmean"
-                    if L.needs_mask():
-                        k(f"cdev = ct.where(cols < {L.R}, {cdev}, 0.0)")
-                    else:
-                        k(f"cdev = {cdev}")
-                    k(f"cm2 = ct.sum(cdev * cdev, axis={ax}, keepdims=True)")
-                    k("tot = n + cn")
-                    k("delta = cmean - mean")
-                    k("mean = mean + delta * (cn / tot)")
-                    k("m2 = m2 + cm2 + delta * delta * (n * cn / tot)")
-                    k("n = tot")
-            if rms:
-                k(f"rstd = ct.rsqrt(ss * {inv_r} + {flit(self.eps)})")
-            else:
-                k(f"rstd = ct.rsqrt(m2 * {inv_r} + {flit(self.eps)})")
-            with k.block(f"for c in range({L.nch}):"):
-                t, env, ctx = self.gen.load_tile("c")
-                self.epilogue_and_store(env, ctx, "c", self.normalized(t, "c"), skip=pro_outs)
+            before, extra = self.emit_segment_stats()
+            self.emit_merge_stats(k)
+            seg_range = f"range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch}))"
+            with k.block(f"for c in {seg_range}:"):
+                self.normalize_and_store(kern, "c", skip=self.pro_outs)
+            grid = L.grid() + (self.segments,)
         what = {"layer": "layer_norm", "rms": "rms_norm", "group": f"group_norm ({self.groups} groups)",
                 "instance": "instance_norm"}[self.kind]
         doc = (f"{', '.join(self.spec.operations)}: {what} of {self.shape} as rows {L.view_shape}, tile {L.tile}"
-               + (", one pass" if L.nch == 1 else f", statistics then normalize over {L.nch} chunks"))
-        return self.gen.finish(doc)
+               + (", one pass" if L.nch == 1 else f", statistics then normalize over {L.nch} chunks")
+               + (f" in {self.segments} segments per row" if self.segments > 1 else ""))
+        return self.gen.finish(doc, grid=grid, before=before, extra_lines=extra)
+
+    def finish_tile(self, kern: Kernel, env, ctx, chunk: str) -> None:
+        k = kern.body
+        w = self.param_tile(kern, self.w, chunk)
+        b = self.param_tile(kern, self.b, chunk)
+        if w:
+            k(f"y = y * {w}")
+        if b:
+            k(f"y = y + {b}")
+        env = dict(env)
+        env[self.parts.anchor.node] = "y"
+        for gv, idx in self.parts.getitems.items():
+            if idx == 0:
+                env[gv] = "y"
+        env = emit_ops(self.parts.epilogue, env, lambda v: ctx.load(v, k), k)
+        self.gen.store_outputs(env, chunk, None, kern)
+
+    # -- few long rows: per-segment statistics (kernel one), merged by every segment's block (kernel two)
+    def stat_names(self) -> list[str]:
+        return ["ss"] if self.rms else ["n", "mean", "m2"]
+
+    def emit_segment_stats(self):
+        L, S = self.L, self.segments
+        kern = Kernel(f"{self.spec.id}_stats_kernel")
+        k = kern.body
+        L.emit_block_coords(k)
+        k(f"seg = ct.bid({1 if L.kind == 'row' else 2})")
+        self.init_stats(k)
+        with k.block(f"for c in range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch})):"):
+            self.accumulate_chunk(kern, "c")
+        extra = []
+        for v in self.stat_names():
+            extra.append(f"seg_{v} = torch.empty(({S}, {L.O}, 1), dtype=torch.float32, "
+                         f"device={self.gen.device}.device)")
+            ws = kern.tensor(f"ws_{v}", f"seg_{v}")
+            k(f"ct.store({ws}, index=(seg, pid, 0), tile=ct.reshape({v}, (1, {L.BO}, 1)))")
+        doc = f"{', '.join(self.spec.operations)}: statistics of each row segment ({self.cps} chunks)"
+        return [(kern, L.grid() + (S,), doc)], extra
+
+    def emit_merge_stats(self, k: Code) -> None:
+        L, S = self.L, self.segments
+        kern = self.gen.kernel
+        k(f"seg = ct.bid({1 if L.kind == 'row' else 2})")
+        for v in self.stat_names():
+            ws = kern.tensor(f"ws_{v}", f"seg_{v}.reshape({S}, {L.O})")
+            k(f"st_{v} = ct.load({ws}, index=(0, pid), shape=({S}, {L.BO}))")
+        shape = f"({L.BO}, 1)"
+        if self.rms:
+            k(f"ss = ct.reshape(ct.sum(st_ss, axis=0, keepdims=True), {shape})")
+        else:  # Chan's merge of the segments' (count, mean, M2), the same in every block of the row
+            k("n_all = ct.sum(st_n, axis=0, keepdims=True)")
+            k("mean_all = ct.sum(st_n * st_mean, axis=0, keepdims=True) / n_all")
+            k("m2_all = ct.sum(st_m2 + st_n * (st_mean - mean_all) * (st_mean - mean_all), axis=0, keepdims=True)")
+            k(f"mean = ct.reshape(mean_all, {shape})")
+            k(f"m2 = ct.reshape(m2_all, {shape})")
+        self.emit_rstd(k)
 
 
 def _column_block(n: int, lo: int = 64, hi: int = 1024) -> int:

@@ -23,6 +23,7 @@ from .indexing import (SideLoader, alloc_outputs, array_param, decode, elementwi
                        out_param, output_vars, prod, register_tuple_items, ret_outputs, tup, wrapper_head)
 
 I = "    "
+FLAT_LIMIT = 2 ** 31  # inputs with fewer elements are gathered through a flat view with int32 offsets
 _KINDS = {
     "max_pool1d": ("max", 1), "max_pool2d": ("max", 2), "max_pool3d": ("max", 3),
     "max_pool1d_with_indices": ("max", 1), "max_pool2d_with_indices": ("max", 2),
@@ -273,7 +274,7 @@ def _windowed(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRec
              f"    pp = (pid_p * BP + ct.arange(BP, dtype=ct.int32))[None, :]"]
     # A contiguous input of < 2^31 elements is read through a flat view with int32 offsets (one index per
     # gather instead of one per dim); window elements outside the input are then masked explicitly.
-    flat_x = prod(pool.x.shape) < 2 ** 31
+    flat_x = prod(pool.x.shape) < FLAT_LIMIT
     lead = [] if flat_x else decode("rr", pool.lead, lines, "    ", "l")
     osp = decode("pp", pool.outsp, lines, "    ", "o", bound_outer=True)
     if flat_x:

@@ -547,17 +547,19 @@ class SameShapeGen:
             if list(t.shape) != out_shape:
                 raise Unsupported(f"output {t.name}{t.shape} differs from the input shape {out_shape}")
             self.wrapper.append(alloc_line(t.name, t, self.device))
-            self.out_views.append((self.kernel.tensor(f"o_{t.name}", f"{t.name}.reshape{layout.view_shape}"), t))
+            self.out_views.append((f"o_{t.name}", t))
 
     @property
     def device(self) -> str:
         return first_tensor(self.spec).name
 
-    def load_tile(self, chunk: str) -> tuple[str, dict[str, str], TileCtx]:
-        """Emit chunk coordinates and the (prologue-transformed) float32 input tile."""
-        k, L = self.kernel.body, self.L
+    def load_tile(self, chunk: str, kernel: Kernel | None = None) -> tuple[str, dict[str, str], TileCtx]:
+        """Emit chunk coordinates and the (prologue-transformed) float32 input tile (into `kernel`, by default
+        this generator's kernel)."""
+        kernel = kernel or self.kernel
+        k, L = kernel.body, self.L
         L.emit_chunk_coords(k, chunk)
-        ctx = input_ctx(self.kernel, L, self.parts)
+        ctx = input_ctx(kernel, L, self.parts)
         ctx.full_index = L.tile_index(chunk)
         ctx.side_view = self.side_view
         if self.parts.prologue:
@@ -566,13 +568,16 @@ class SameShapeGen:
         t = ctx.load(self.parts.main, k)
         return t, {self.parts.main: t}, ctx
 
-    def store_outputs(self, env: dict[str, str], chunk: str, which: set[str] | None = None) -> None:
-        k, L = self.kernel.body, self.L
+    def store_outputs(self, env: dict[str, str], chunk: str, which: set[str] | None = None,
+                      kernel: Kernel | None = None) -> None:
+        kernel = kernel or self.kernel
+        k, L = kernel.body, self.L
         for name, t in self.out_views:
             if which is not None and t.graph_value not in which:
                 continue
             if t.graph_value not in env:
                 raise Unsupported(f"output {t.name} ({t.graph_value}) is not computed by the kernel")
+            kernel.tensor(name, f"{t.name}.reshape{L.view_shape}")
             k(store_line(name, L.tile_index(chunk), env[t.graph_value], t.dtype, L.tile))
 
     def finish(self, doc: str, grid: tuple[int, ...] | None = None, before: list | None = None,

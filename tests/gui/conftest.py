@@ -34,9 +34,13 @@ def window(qtbot, settings):
     win.close()
     assert win.session.pool.activeThreadCount() == 0
     workspace = getattr(win, "workspace", None)  # kernel generation and composing workers
-    assert workspace is None or workspace.pool.activeThreadCount() == 0
+    assert workspace is None or (workspace.pool.activeThreadCount() == 0 and not workspace.helper_running)
     editors = getattr(win, "editors", None)  # compile-check child processes
     assert editors is None or not editors.compile_running()
+    validation = getattr(win, "validation", None)  # the validation QProcess and its composing worker
+    assert validation is None or (validation.process is None and validation.pool.activeThreadCount() == 0)
+    graph = getattr(win, "graph_view", None)  # layouts of big graphs
+    assert graph is None or graph.pool.activeThreadCount() == 0
     QApplication.processEvents()
     leaked = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
     assert not leaked, f"windows left open: {leaked}"

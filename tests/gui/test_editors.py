@@ -151,16 +151,19 @@ def test_section_offsets_follow_the_banner_header_exactly(qtbot, window, cached_
     dec = open_small(qtbot, window)
     kid = dec.kernels[0].id
     src = generate_kernel(dec.kernels[0])
-    for code in (src.code, "\n\n" + src.code + "\n\n\n"):  # leading blank lines are stripped by the composer
+    for code in (src.code, "\n\n" + src.code + "\n\n\n"):  # the composer strips leading and trailing newlines
         composed = compose_file(dec, {kid: src.model_copy(update={"code": code})}, SMALL.read_text())
         offset = code_offsets(composed, {kid: code})[kid]
         lines, code_lines = composed.text.split("\n"), code.split("\n")
-        for editor_line in range(1, len(code_lines) + 1):
-            if code_lines[editor_line - 1] and editor_line + offset <= composed.line_map[f"kernel:{kid}"][1]:
-                assert lines[editor_line + offset - 1] == code_lines[editor_line - 1]
-        first = composed.line_map[f"kernel:{kid}"][0]
-        header = lines[first - 1: first + offset + code.count("\n", 0, len(code) - len(code.lstrip("\n")))]
-        assert all(h.startswith("#") for h in header) and len(header) in (5, 6)
+        first, last = composed.line_map[f"kernel:{kid}"]
+        leading = len(code) - len(code.lstrip("\n"))
+        body = code.strip("\n").split("\n")
+        for editor_line in range(leading + 1, leading + len(body) + 1):
+            assert lines[editor_line + offset - 1] == code_lines[editor_line - 1]
+        code_start = leading + 1 + offset  # the composed line of the code's first line
+        header = lines[first - 1:code_start - 1]
+        assert len(header) in (5, 6) and all(h.startswith("#") for h in header)
+        assert code_start + len(body) - 1 == last
 
 
 def test_find_replace_and_reset_to_generated_are_undoable(qtbot, window, cached_analysis):
@@ -173,7 +176,9 @@ def test_find_replace_and_reset_to_generated_are_undoable(qtbot, window, cached_
     bar = editor.find_bar
     assert bar.isVisible() and bar.replace_row.isVisible()
     qtbot.keyClicks(bar.find_field, "pid")
-    assert bar.count_label.text().endswith("matches") and editor.editor.textCursor().selectedText() == "pid"
+    assert editor.editor.textCursor().selectedText() == "pid"
+    qtbot.waitUntil(lambda: bar.count_label.text() == f"{generated.count('pid')} matches", timeout=1000)
+    assert len(editor.editor._layers.get("find", [])) == generated.count("pid")  # every match highlighted
     bar.replace_field.setText("block_id")
     n = bar.replace_all()
     assert n == generated.count("pid") and "pid" not in editor.code()

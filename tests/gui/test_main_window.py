@@ -1,6 +1,6 @@
 """The main window's flows: open, select, bad input, drag-and-drop, reload, recent files, window state."""
 
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
@@ -81,7 +81,7 @@ def test_a_bad_file_becomes_a_problem_and_the_window_keeps_working(qtbot, window
 def _drag_events(path: str):
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(path)])
-    enter = QDragEnterEvent(QPointF(200, 200), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+    enter = QDragEnterEvent(QPoint(200, 200), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                             Qt.KeyboardModifier.NoModifier)
     drop = QDropEvent(QPointF(200, 200), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                       Qt.KeyboardModifier.NoModifier)
@@ -175,7 +175,7 @@ def test_shortcuts_menus_and_about(qtbot, window):
     assert info["TileStudio"] in about_html()
     assert not window.windowIcon().isNull()
     titles = [a.text() for a in window.menuBar().actions()]
-    assert titles == ["&File", "&View", "&Help"]
+    assert titles == ["&File", "&Edit", "&View", "&Run", "&Help"]
 
 
 def test_switching_theme_recolours_without_losing_the_analysis(qtbot, window, cached_analysis):

@@ -8,7 +8,8 @@ import pytest
 from pane_helpers import alive, fake_runner, tiny_decomposition
 
 from tilestudio.gui.settings_dialog import AppSettings
-from tilestudio.gui.validation_pane import ValidationPane, kill_tree, process_tree, validate_command
+from tilestudio.gui.validation_pane import ValidationPane
+from tilestudio.gui.validation_support import kill_tree, process_tree, validate_command
 
 RUN_TIMEOUT_MS = 20_000
 
@@ -45,7 +46,7 @@ def test_a_passing_run_fills_the_table_summary_and_graph_statuses(qtbot, pane, t
     assert pane.row("q") == ["q", "0.60", "ok", "1e-06", "2e-05", "0.200", ""]
     assert pane.row("odd_op")[2] == "—"  # no kernel, no result
     summary = pane.summary.text()
-    assert "end-to-end PASS" in summary and "Fake H200" in summary
+    assert "end-to-end PASS" in summary and "Fake H200 (sm_90)" in pane.environment.text()
     assert "2.00×</span> vs eager" in summary and "1.50×</span> vs torch.compile" in summary and "eager 2.000 ms" in summary
     assert pane.statuses == {kid: "pass" for kid in ["norm", "q", "k", "scores", "out"]}
     log = pane.log_text()

@@ -15,8 +15,6 @@ import builtins
 import contextlib
 import math
 import types
-from typing import Any
-
 import torch
 
 _state = types.SimpleNamespace(bid=(0, 0, 0), grid=(1, 1, 1))
@@ -196,6 +194,37 @@ def gather(array, indices, mask=None, padding_value=0, check_bounds=True, latenc
     return torch.where(valid, vals, pad)
 
 
+class Slice:
+    def __init__(self, start, length):
+        self.start, self.length = start, length
+
+
+def load_advanced_indexing(array, indices, padding_mode=None, latency=None, allow_tma=None):
+    if len(indices) != array.dim():
+        raise ValueError("load_advanced_indexing: one entry per array dim")
+    sparse = [i for i, e in enumerate(indices) if not isinstance(e, Slice)]
+    if len(sparse) != 1 or _t(indices[sparse[0]]).dim() != 1:
+        raise ValueError("load_advanced_indexing needs exactly one 1-D index tile")
+    shape = []
+    grids = []
+    for d, e in enumerate(indices):
+        if isinstance(e, Slice):
+            n = int(e.length)
+            idx = _int(e.start) + torch.arange(n)
+        else:
+            idx = _t(e).to(torch.int64)
+            n = idx.shape[0]
+        _check_shape(n)
+        shape.append(n)
+        grids.append(idx)
+    views = []
+    for d, g in enumerate(grids):
+        v = [1] * len(shape)
+        v[d] = shape[d]
+        views.append(g.view(v).expand(shape))
+    return gather(array, tuple(views), padding_value=_pad_value(padding_mode, array.dtype))
+
+
 def where(cond, x, y):
     cond = _t(cond)
     if not isinstance(x, torch.Tensor) and not isinstance(y, torch.Tensor):
@@ -342,7 +371,7 @@ def build_module() -> types.ModuleType:
                  "gather", "where", "maximum", "minimum", "sum", "max", "min", "argmax", "argmin", "exp", "exp2",
                  "log", "log2", "sqrt", "rsqrt", "abs", "floor", "ceil", "isnan", "tanh", "sin", "cos", "negative",
                  "pow", "truediv", "atan2", "broadcast_to", "reshape", "astype", "permute", "transpose",
-                 "expand_dims", "cat", "mma", "static_iter", "bitcast"]:
+                 "expand_dims", "cat", "mma", "static_iter", "bitcast", "load_advanced_indexing", "Slice"]:
         setattr(m, name, g[name])
     m.Constant = _Constant
     m.PaddingMode = _PaddingMode

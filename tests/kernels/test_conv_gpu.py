@@ -23,8 +23,10 @@ def _conv(cls: str, args: str, forward: str, extra_init: str = "", extra_args: s
         init = f"self.c = nn.{cls}({c}, {co}, {args}){dt}"
         if extra_init:
             init += "; " + extra_init.format(co=co, dt=dt)
-        x = f"torch.randn({n}, {c}, {', '.join(map(str, sp))}){dt}"
-        inputs = f"[{x}{', ' + extra_inputs.format(n=n, co=co, c=c, sp=', '.join(map(str, sp)), dt=dt) if extra_inputs else ''}]"
+        sps = ", ".join(map(str, sp))
+        x = f"torch.randn({n}, {c}, {sps}){dt}"
+        extra = ", " + extra_inputs.format(n=n, co=co, c=c, sp=sps, dt=dt) if extra_inputs else ""
+        inputs = f"[{x}{extra}]"
         return module_model(init, forward, "x" + extra_args), inputs
 
     return build

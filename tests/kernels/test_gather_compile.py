@@ -87,3 +87,4 @@ def test_unsupported_gather_ops_become_skeletons():
                         "[torch.randn(3, 4), torch.randint(0, 5, (3,))]", FAMILY)
     source = generate_kernel(spec)
     assert source.skeleton and "index_add" in source.notes[0]
+

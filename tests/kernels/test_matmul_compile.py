@@ -47,6 +47,8 @@ CASES = {
                             "[torch.randn(3, 33, 50), torch.randn(50, 70), torch.randn(3, 1, 70)]", None),
     "matmul_triu": (_m("torch.triu(torch.matmul(a, b), 1)", "a, b"),
                     "[torch.randn(3, 33, 50), torch.randn(3, 50, 33)]", None),
+    "matmul_residual_named_like_locals": (_m("torch.matmul(a, b) + a * side0", "a, b, side0"),
+                                          "[torch.randn(33, 33), torch.randn(33, 33), torch.randn(33)]", None),
     "dot_scale": (_m("torch.dot(a, b) * 2.0", "a, b"), "[torch.randn(50), torch.randn(50)]", None),
     "mv": (_m("torch.mv(a, b)", "a, b"), "[torch.randn(33, 50), torch.randn(50)]", None),
     "addmv": (_m("torch.addmv(c, a, b, beta=0.5, alpha=2.0)", "c, a, b"),
@@ -83,7 +85,8 @@ CASES = {
                                      "[torch.randn(3, 11, 50).half()]", None),
     "linear_bn_relu": (_m("torch.relu(self.bn(self.fc(x)))", "x",
                           "self.fc = nn.Linear(50, 70); self.bn = nn.BatchNorm1d(70)"), "[torch.randn(33, 50)]", None),
-    "linear_bn_nobias_bf16": (_m("self.bn(self.fc(x))", "x", "self.fc = nn.Linear(50, 70, bias=False).to(torch.bfloat16); "
+    "linear_bn_nobias_bf16": (_m("self.bn(self.fc(x))", "x",
+                                 "self.fc = nn.Linear(50, 70, bias=False).to(torch.bfloat16); "
                                  "self.bn = nn.BatchNorm1d(70).to(torch.bfloat16)"),
                               "[torch.randn(33, 50).to(torch.bfloat16)]", None),
     "linear_epilogue_chain": (_m("torch.clamp(F.gelu(self.fc(x)) * y + 1.0, max=3.0)", "x, y",

@@ -45,7 +45,8 @@ CASES = {
     "adaptive_max2d_global": (forward("F.adaptive_max_pool2d(x, 1)"), "[torch.randn(2, 70, 33, 35)]"),
     "adaptive_max3d": (forward("F.adaptive_max_pool3d(x, (2, 3, 3))"), "[torch.randn(2, 3, 5, 7, 8)]"),
 }
-BOTH_ARCHES = {"aligned_max2d_ceil_odd", "max2d_k3s2p1_fp16", "avg2d_ceil_exclude_pad", "adaptive_avg2d_global_fp16_relu"}
+BOTH_ARCHES = {"aligned_max2d_ceil_odd", "max2d_k3s2p1_fp16", "avg2d_ceil_exclude_pad",
+               "adaptive_avg2d_global_fp16_relu"}
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=model_id)
@@ -81,3 +82,16 @@ def test_global_pooling_is_a_row_reduction():
     spec = snippet_spec(*CASES["adaptive_avg2d_global_fp16_relu"], FAMILY)
     code = generate_kernel(spec).code
     assert "ct.load(" in code and "ct.gather(" not in code.split("def launch_")[0].split("ev_relu")[0]
+
+
+@pytest.mark.parametrize("name", ["max2d_k3s2p1_fp16", "max2d_indices", "adaptive_avg3d"])
+def test_pool_nd_gather_path(name, monkeypatch):
+    """Inputs of >= 2^31 elements are gathered per dim (no flat int32 offsets): same results."""
+    from tilestudio.core.kernels import pool
+
+    monkeypatch.setattr(pool, "FLAT_LIMIT", 0)
+    spec = snippet_spec(*CASES[name], FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert "base = rr" not in source.code
+    result = emulated_check(spec, source, make_input=make_inputs())
+    assert result.ok, result.message

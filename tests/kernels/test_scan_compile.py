@@ -10,15 +10,21 @@ import pytest
 from corpus import corpus_files
 
 from .cutile_emulator import check_emulated
-from .helpers_rowwise import SCAN_CASES, combined_specs, compile_spec, family_specs
+from .helpers_rowwise import SCAN_CASES, combined_specs, compile_spec, family_specs, long_cases,
+                              LONG_ARCHES
 
 ARCHES = ("sm_90", "sm_100")
 FAMILY = "scan"
 MODELS = [p for p in corpus_files() if not p.name.startswith("big_")]
 
 
-@functools.lru_cache(maxsize=1)
-def variant_specs():
+LONG = long_cases(FAMILY)
+
+
+@functools.lru_cache(maxsize=None)
+def variant_specs(long: bool = False):
+    if long:  # the last shape of each case: chunked / split / segmented paths
+        return combined_specs(LONG, (FAMILY,), shape_index=3)
     return combined_specs(SCAN_CASES, (FAMILY,))
 
 
@@ -39,3 +45,13 @@ def test_variant(case):
         source = compile_spec(spec, ARCHES)
         result = check_emulated(spec, source)
         assert result.ok, f"{case.name} {spec.id}: {result.message}"
+
+
+@pytest.mark.parametrize("case", LONG, ids=[c.name for c in LONG])
+def test_variant_long(case):
+    specs = variant_specs(long=True)[case.name]
+    assert specs, f"{case.name}: the snippet produced no {FAMILY} spec"
+    for spec in specs:
+        source = compile_spec(spec, LONG_ARCHES)
+        result = check_emulated(spec, source)
+        assert result.ok, f"{case.name} (long) {spec.id}: {result.message}"
