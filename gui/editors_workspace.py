@@ -17,19 +17,93 @@ editor through the section's line range and the length of its banner header, com
 from __future__ import annotations
 
 import functools
-import multiprocessing
-from concurrent.futures import Future, ProcessPoolExecutor
+import pickle
+import sys
 
-from PySide6.QtCore import QObject, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QProcess, Qt, QThreadPool, QTimer, Signal
 
 from tilestudio.core.kernels.base import KernelSource
 from tilestudio.core.specs import Decomposition
 
-from .editors_compose import ComposeResult, code_offsets, compose_and_check, generate_sources
+from .editors_compose import FRAME_HEADER, ComposeResult, code_offsets, compose_and_check, generate_sources
 
 COMPOSE_DEBOUNCE_MS = 200  # purity results land ≤ 300 ms after the last keystroke on a mid-size model
 
 __all__ = ["ComposeResult", "KernelWorkspace", "code_offsets"]
+
+
+class ComposeHelper(QObject):
+    """The long-lived helper process that composes and checks (gui/editors_compose.py), driven by QProcess."""
+
+    resultReady = Signal(object)  # ComposeResult
+    failed = Signal(str)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.process: QProcess | None = None
+        self._buffer = b""
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.state() != QProcess.ProcessState.NotRunning
+
+    def submit(self, args: tuple) -> bool:
+        if not self.running and not self._start():
+            return False
+        data = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+        self.process.write(len(data).to_bytes(FRAME_HEADER, "big") + data)
+        return True
+
+    def _start(self) -> bool:
+        self.stop()
+        process = QProcess(self)
+        process.setProgram(sys.executable)
+        process.setArguments(["-m", "tilestudio.gui.editors_compose"])
+        process.setProcessChannelMode(QProcess.ProcessChannelMode.ForwardedErrorChannel)
+        process.readyReadStandardOutput.connect(self._read)
+        process.finished.connect(self._on_finished)
+        self._buffer = b""
+        process.start()
+        if not process.waitForStarted(5000):
+            process.deleteLater()
+            return False
+        self.process = process
+        return True
+
+    def _read(self) -> None:
+        if self.process is None:
+            return
+        self._buffer += bytes(self.process.readAllStandardOutput())
+        while len(self._buffer) >= FRAME_HEADER:
+            size = int.from_bytes(self._buffer[:FRAME_HEADER], "big")
+            if len(self._buffer) < FRAME_HEADER + size:
+                break
+            payload = self._buffer[FRAME_HEADER:FRAME_HEADER + size]
+            self._buffer = self._buffer[FRAME_HEADER + size:]
+            try:
+                result = pickle.loads(payload)
+            except Exception as exc:  # noqa: BLE001 - a garbled frame: give up on the helper
+                self.stop()
+                self.failed.emit(f"unreadable result from the compose helper: {exc!r}")
+                return
+            self.resultReady.emit(result)
+
+    def _on_finished(self, exit_code: int, _status) -> None:
+        process, self.process = self.process, None
+        if process is not None:
+            process.deleteLater()
+            self.failed.emit(f"the compose helper process exited (code {exit_code})")
+
+    def stop(self, timeout_ms: int = 3000) -> None:
+        process, self.process = self.process, None
+        if process is None:
+            return
+        process.finished.disconnect(self._on_finished)
+        process.closeWriteChannel()  # the helper returns when its stdin closes
+        if not process.waitForFinished(timeout_ms):
+            process.kill()
+            process.waitForFinished(1000)
+        process.deleteLater()
 
 
 # ---- the workspace -------------------------------------------------------------------------------------------
@@ -60,9 +134,12 @@ class KernelWorkspace(QObject):
         self._compose_pending = False
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(2)
-        self._use_process = use_process
         self._closed = False  # after shutdown nothing starts again (late results are dropped)
-        self._process_pool: ProcessPoolExecutor | None = None
+        self.helper_error = ""
+        self._use_process = use_process
+        self.helper = ComposeHelper(self)
+        self.helper.resultReady.connect(self._on_composed)
+        self.helper.failed.connect(self._on_helper_failed)
         self._generated.connect(self._on_generated, Qt.ConnectionType.QueuedConnection)
         self._composed.connect(self._on_composed, Qt.ConnectionType.QueuedConnection)
         self._debounce = QTimer(self, singleShot=True, interval=debounce_ms)
@@ -185,42 +262,19 @@ class KernelWorkspace(QObject):
         self._compose_running = True
         self.composeStarted.emit()
         args = (self._compose_request, self.decomposition, self.sources(), self.original)
-        executor = self._executor()
-        if executor is not None:
-            try:
-                future = executor.submit(compose_and_check, *args)
-            except Exception:  # noqa: BLE001 - a broken helper process: use a thread from now on
-                self._use_process = False
-            else:
-                future.add_done_callback(functools.partial(self._process_done, args[0]))
-                return
+        if self._use_process and self.helper.submit(args):
+            return
+        self._use_process = False
         self.pool.start(functools.partial(self._compose_in_thread, *args))
 
-    def _executor(self) -> ProcessPoolExecutor | None:
-        if not self._use_process:
-            return None
-        if self._process_pool is None:
-            try:
-                self._process_pool = ProcessPoolExecutor(max_workers=1,
-                                                         mp_context=multiprocessing.get_context("spawn"))
-            except (OSError, ValueError):
-                self._use_process = False
-        return self._process_pool
-
-    def _process_done(self, request: int, future: Future) -> None:
-        """Runs on the executor's thread: only the signal."""
-        if future.cancelled():
-            result = ComposeResult(request, error="cancelled")
-        else:
-            try:
-                result = future.result()
-            except Exception as exc:  # noqa: BLE001 - the helper died: report, next time use a thread
-                self._use_process = False
-                result = ComposeResult(request, error=f"the compose helper process failed: {exc!r}")
-        try:
-            self._composed.emit(result)
-        except RuntimeError:
-            pass
+    def _on_helper_failed(self, message: str) -> None:
+        """The helper died or could not start: compose on a worker thread from now on."""
+        self._use_process = False
+        self.helper_error = message
+        if self._compose_running and not self._closed:
+            self._compose_running = False
+            self._compose_pending = False
+            self._start_compose()
 
     def _compose_in_thread(self, request: int, dec: Decomposition, sources: dict[str, KernelSource],
                            original: str) -> None:
@@ -249,14 +303,12 @@ class KernelWorkspace(QObject):
 
     @property
     def helper_running(self) -> bool:
-        return self._process_pool is not None
+        return self.helper.running
 
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         self._closed = True
         self._debounce.stop()
         self._generation += 1
         self._compose_request += 1
-        if self._process_pool is not None:
-            self._process_pool.shutdown(wait=True, cancel_futures=True)
-            self._process_pool = None
+        self.helper.stop()
         self.pool.waitForDone(timeout_ms)

@@ -16,7 +16,7 @@ import math
 
 from ..specs import KernelSpec, TensorSpec
 from .base import KernelSource, Unsupported
-from .rowwise import (FLOAT_DTYPES, NUM_SM, Code, Kernel, Parts, TileCtx, cdiv, choose_tiles, decode,
+from .rowwise import (FLOAT_DTYPES, NUM_SM, Code, Kernel, Parts, TileCtx, as_float, cdiv, choose_tiles, decode,
                       emit_ops, flit, input_ctx, make_layout, norm_dims, out_dim_map, pow2_at_least, pow2_floor,
                       prod, split_spec, store_line, wrapper_source)
 
@@ -472,7 +472,7 @@ class _Gen:
         ctx.full_index = L.tile_index(chunk)
         if self.parts.prologue:
             env = emit_ops(self.parts.prologue, {}, lambda v: ctx.load(v, k), k)
-            t = env[self.parts.main]
+            t = as_float(env[self.parts.main], k)
             for name, out in full_views:
                 k(store_line(name, L.tile_index(chunk), env[out.graph_value], out.dtype, L.tile))
         else:

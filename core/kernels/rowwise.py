@@ -160,6 +160,14 @@ def emit_ops(ops: list[OpRecord], env: dict[str, str], load_side, code: "Code") 
     return emit_elementwise(ops, env, load_side, code.lines, code.indent)
 
 
+def as_float(var: str, code: "Code") -> str:
+    """A float32 view of a prologue result: comparisons give bool tiles (expr names them eb_*)."""
+    if var.startswith("eb_"):
+        code(f"{var}_f = {var}.astype(ct.float32)")
+        return f"{var}_f"
+    return var
+
+
 # ---- code writing ---------------------------------------------------------------------------------------------
 
 
@@ -307,17 +315,17 @@ class Layout:
     def emit_block_coords(self, code: Code) -> None:
         code("pid = ct.bid(0)")
         if self.kind == "row":
-            code(f"rows = pid * {self.BO} + ct.arange({self.BO}, dtype=ct.int32)[:, None]")
+            scaled = f"pid * {self.BO}" if self.BO > 1 else "pid"
+            code(f"rows = {scaled} + ct.arange({self.BO}, dtype=ct.int32)[:, None]")
         else:
             code("pid_i = ct.bid(1)")
             code(f"rows = pid * {self.BO} + ct.arange({self.BO}, dtype=ct.int32)[:, None, None]")
             code(f"inner = pid_i * {self.BI} + ct.arange({self.BI}, dtype=ct.int32)[None, None, :]")
 
     def emit_chunk_coords(self, code: Code, chunk: str) -> None:
-        if self.kind == "row":
-            code(f"cols = {chunk} * {self.BR} + ct.arange({self.BR}, dtype=ct.int32)[None, :]")
-        else:
-            code(f"cols = {chunk} * {self.BR} + ct.arange({self.BR}, dtype=ct.int32)[None, :, None]")
+        start = "" if chunk == "0" else f"{chunk} * {self.BR} + "
+        index = "[None, :]" if self.kind == "row" else "[None, :, None]"
+        code(f"cols = {start}ct.arange({self.BR}, dtype=ct.int32){index}")
 
     def input_groups(self) -> list[tuple[str, list[int]]]:
         groups = [("rows", self.dims_o), ("cols", self.dims_r)]
@@ -478,7 +486,10 @@ def out_dim_map(shape: list[int], reduced: list[int], keepdim: bool) -> dict[int
 
 def store_line(view: str, index: str, var: str, dtype: str, shape: str) -> str:
     tile = f"ct.broadcast_to({var}, {shape})"
-    tile = f"({tile} != 0)" if dtype == "bool" else f"{tile}.astype({ct_dtype(dtype)})"
+    if dtype == "bool" and not var.startswith("eb_"):  # float 0/1 results (all/any) → bool
+        tile = f"({tile} != 0.0)"
+    else:
+        tile = f"{tile}.astype({ct_dtype(dtype)})"
     return f"ct.store({view}, index={index}, tile={tile})"
 
 
@@ -564,7 +575,7 @@ class SameShapeGen:
         ctx.side_view = self.side_view
         if self.parts.prologue:
             env = emit_ops(self.parts.prologue, {}, lambda v: ctx.load(v, k), k)
-            return env[self.parts.main], env, ctx
+            return as_float(env[self.parts.main], k), env, ctx
         t = ctx.load(self.parts.main, k)
         return t, {self.parts.main: t}, ctx
 

@@ -10,8 +10,8 @@ import pytest
 from corpus import corpus_files
 
 from .cutile_emulator import check_emulated
-from .helpers_rowwise import REDUCTION_CASES, combined_specs, compile_spec, family_specs, long_cases,
-                              LONG_ARCHES
+from .helpers_rowwise import (LONG_ARCHES, REDUCTION_CASES, combined_specs, compile_spec, family_specs,
+                              input_maker, long_cases)
 
 ARCHES = ("sm_90", "sm_100")
 FAMILY = "reduction"
@@ -43,7 +43,7 @@ def test_variant(case):
     assert specs, f"{case.name}: the snippet produced no {FAMILY} spec"
     for spec in specs:
         source = compile_spec(spec, ARCHES)
-        result = check_emulated(spec, source)
+        result = check_emulated(spec, source, make_input=input_maker(case))
         assert result.ok, f"{case.name} {spec.id}: {result.message}"
 
 
@@ -53,5 +53,5 @@ def test_variant_long(case):
     assert specs, f"{case.name}: the snippet produced no {FAMILY} spec"
     for spec in specs:
         source = compile_spec(spec, LONG_ARCHES)
-        result = check_emulated(spec, source)
+        result = check_emulated(spec, source, make_input=input_maker(case))
         assert result.ok, f"{case.name} (long) {spec.id}: {result.message}"

@@ -8,7 +8,7 @@ import functools
 
 import pytest
 
-from .helpers_rowwise import SCAN_CASES, combined_specs, register_source
+from .helpers_rowwise import SCAN_CASES, combined_specs, input_maker, register_source
 
 pytestmark = pytest.mark.gpu
 
@@ -36,5 +36,5 @@ def test_on_gpu(case, shape_index, dtype):
         source = generate_kernel(spec)
         assert not source.skeleton, source.notes
         register_source(spec.id, source.code)
-        result = check_kernel(spec, source)
+        result = check_kernel(spec, source, make_input=input_maker(case))
         assert result.ok, f"{case.name} {spec.id} {spec.inputs[0].shape} {dtype}: {result.message}"
