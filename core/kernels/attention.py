@@ -18,7 +18,7 @@ import math
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args, scalar_value
-from .indexing import (SideLoader, array_param, elementwise, input_args, input_for, module, out_param,
+from .indexing import (SideLoader, array_param, elementwise, guarded, input_args, input_for, module, out_param,
                        output_vars, scalar_param, split_anchor)
 
 I = "    "
@@ -53,6 +53,7 @@ def _tiles(L: int, S: int, DP: int, DVP: int, dtype: str) -> tuple[int, int]:
     return min(bm, pow2_at_least(L, 16)), min(bn, pow2_at_least(S, 16))
 
 
+@guarded
 def generate(spec: KernelSpec) -> KernelSource:
     prologue, rec, epilogue = split_anchor(spec, "attention")
     if prologue:
@@ -128,7 +129,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     kid = spec.id
     qa, ka, va = array_param(q), array_param(k), array_param(v)
     outs = [out_param(o) for o in spec.outputs]
-    lines = [f"@ct.kernel(occupancy=2)",
+    occupancy = 1 if max(DP, DVP) > 128 else 2
+    lines = [f"@ct.kernel(occupancy={occupancy})",
              f"def {kid}_kernel({', '.join(input_args(spec) + outs)}, BM: ct.Constant[int], "
              f"BN: ct.Constant[int], DP: ct.Constant[int], DVP: ct.Constant[int]):",
              f"{I}pid_m = ct.bid(0)",
@@ -152,7 +154,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     lines.append(f"{I}for j in {loop}:")
     li = I + I
     lines += [f"{li}kt = ct.reshape(ct.load({ka}, index=(b, {hk}, 0, j), shape=(1, 1, DP, BN), order=(0, 1, 3, 2), "
-              f"padding_mode=ct.PaddingMode.ZERO), (DP, BN))",
+              f"padding_mode=ct.PaddingMode.ZERO, latency=2), (DP, BN))",
               f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32)) * {scale * LOG2E!r}"]
     if mask is not None:
         bi = "b" if mtile[0] > 1 else "0"
@@ -185,7 +187,7 @@ def generate(spec: KernelSpec) -> KernelSource:
               f"{li}alpha = ct.exp2(m_i - {m_use})",
               f"{li}l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)",
               f"{li}vt = ct.reshape(ct.load({va}, index=(b, {hk}, j, 0), shape=(1, 1, BN, DVP), "
-              f"padding_mode=ct.PaddingMode.ZERO), (BN, DVP))",
+              f"padding_mode=ct.PaddingMode.ZERO, latency=4), (BN, DVP))",
               f"{li}acc = ct.mma(p.astype(vt.dtype), vt, acc * alpha)",
               f"{li}m_i = m_new"]
     if mask is not None:

@@ -10,8 +10,11 @@ Layout: the output (any rank) is viewed as (R, L) = (all leading dims, last dim)
 its rows into leading coordinates ((BR, 1) tiles) and its columns into the last coordinate ((1, BL) tile), maps
 them to source coordinates (op-specific integer arithmetic, including reading index tensors with `ct.gather`) and
 gathers the source with the per-dim bounds check of `ct.gather` (out-of-range → padding value, which is how
-constant padding and masked positions are produced). Sources are read through their strides (no copies); the
-output tile is written with one coalesced `ct.store`.
+constant padding and masked positions are produced). Embedding rows are read with `ct.load_advanced_indexing`
+(one sparse token index per output row, a dense slice of the embedding dim). Sources are read through their
+strides (no copies); the output tile is written with one coalesced `ct.store`. Unsupported (skeletons):
+embedding_bag, scatter/scatter_add/index_put/index_add (scatter-style writes), repeat_interleave with a tensor of
+repeats and boolean-mask indexing (data-dependent shapes), upsample_bilinear2d, grid_sampler_2d.
 """
 
 from __future__ import annotations
@@ -22,15 +25,22 @@ from typing import Any
 from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
-from .indexing import (SideLoader, alloc_outputs, array_param, broadcast_index, decode,
-                       elementwise, flat_index, input_args, input_for, is_ref, module, out_param, output_vars, prod,
-                       ret_outputs, tup, wrapper_head)
+from .indexing import (SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise, flat_index,
+                       guarded, input_args, input_for, is_ref, module, out_param, output_vars, prod, ret_outputs, tup,
+                       wrapper_head)
 
 I = "    "
 
 
 def _f32(x: float) -> float:
     return struct.unpack("f", struct.pack("f", float(x)))[0]
+
+
+def _f32_div(a: int, b: int) -> float:
+    """a / b rounded once to float32, as the device computes it."""
+    import torch
+
+    return float(torch.tensor(float(a), dtype=torch.float32) / torch.tensor(float(b), dtype=torch.float32))
 
 
 class _Ctx:
@@ -331,7 +341,7 @@ def _upsample_nearest2d(c: _Ctx) -> str:
         o = c.coords[2 + i]
         sc = scales[i] if scales else None
         # PyTorch's nearest source index: min(floor(o * scale), in - 1) with a float32 scale
-        scale = _f32(1.0 / float(sc)) if sc else _f32(_f32(n_in) / _f32(n_out))
+        scale = _f32(1.0 / float(sc)) if sc else _f32_div(n_in, n_out)
         if n_in == n_out and not sc:
             src.append(o)
         else:
@@ -396,6 +406,7 @@ _OPS = {
 }
 
 
+@guarded
 def generate(spec: KernelSpec) -> KernelSource:
     idx = [i for i, r in enumerate(spec.ops) if r.category == "gather"]
     if len(idx) != 1:

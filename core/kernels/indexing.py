@@ -222,3 +222,21 @@ def register_tuple_items(spec: KernelSpec, env: dict[str, str], node: str, eleme
     for name, (src, i) in tuple_items(spec).items():
         if src == node and i < len(elements) and elements[i] is not None:
             env[name] = elements[i]
+
+
+def guarded(generate):
+    """Turn an unexpected argument shape (a parse error inside a generator) into Unsupported, naming the ops, so
+    one odd spec becomes an explicit skeleton instead of aborting the composition of the whole model."""
+    import functools
+
+    @functools.wraps(generate)
+    def wrapper(spec: KernelSpec) -> KernelSource:
+        try:
+            return generate(spec)
+        except Unsupported:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise Unsupported(f"{', '.join(r.target for r in spec.ops)}: unexpected arguments "
+                              f"({type(exc).__name__}: {exc})") from exc
+
+    return wrapper

@@ -7,9 +7,10 @@ Three shapes of computation:
   with the full shape are read as flat coalesced tiles (`ct.load` on a 1-D view); broadcast ones are gathered by
   coordinates.
 - class losses (cross_entropy_loss, nll_loss, nll_loss_nd, nll_loss2d): one value per sample; the input is viewed
-  as (N, C, S) (S = trailing spatial positions), a block owns BR samples and walks the classes in BC chunks with an
-  online log-sum-exp (cross entropy), or gathers x[n, target, s] directly (NLL). weight, ignore_index and
-  label_smoothing follow PyTorch (the mean divides by the summed weights of the non-ignored samples).
+  as (N, C, spatial...), a block owns BR samples and walks the classes in BC chunks with an online log-sum-exp
+  (cross entropy; plain (N, C) logits come in as coalesced `ct.load` tiles, other layouts by coordinates), or
+  gathers x[n, target, s] directly (NLL). weight, ignore_index and label_smoothing follow PyTorch (the mean divides
+  by the summed weights of the non-ignored samples). Class-probability targets are unsupported.
 - row losses: a block owns BR rows of the broadcast operands and walks the reduced dim in BD chunks,
   accumulating dot products / norms in float32.
 
@@ -26,8 +27,8 @@ import math
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args, float_literal, scalar_value
-from .indexing import (SideLoader, array_param, broadcast_index, decode, elementwise, input_args, is_ref, module,
-                       out_param, output_vars, prod, scalar_param, split_anchor, tup)
+from .indexing import (SideLoader, array_param, broadcast_index, decode, elementwise, guarded, input_args, is_ref,
+                       module, out_param, output_vars, prod, scalar_param, split_anchor, tup)
 
 I = "    "
 POINTWISE = {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "hinge_embedding_loss",
@@ -102,6 +103,7 @@ class _Plan:
         return v if is_ref(v) else None
 
 
+@guarded
 def generate(spec: KernelSpec) -> KernelSource:
     prologue, rec, epilogue = split_anchor(spec, "loss")
     plan = _Plan(spec, prologue, rec, epilogue)

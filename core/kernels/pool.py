@@ -1,17 +1,19 @@
 """Pooling kernels: max/avg pooling (1d/2d/3d, with indices), adaptive avg/max pooling, fused elementwise epilogue.
 
 Layout: the input is (lead..., *spatial) with nd spatial dims (lead is (N, C), (C,) or anything else); the output
-(lead..., *out_spatial) is tiled as a 2-D (rows = lead elements, cols = flattened output positions) problem. Each
-block owns a (BR, BP) tile of outputs, walks the pooling window with runtime loops and reads the window element of
-every output with one `ct.gather` on the (possibly strided) input; out-of-range window elements come back as the
-gather's padding value (-inf for max, 0 for avg; the gather bounds-checks every dim). Windows follow PyTorch
-exactly: start = o*stride - pad (+ k*dilation), the avg divisor clips the window to the padded input first
-(count_include_pad) or to the input (exclude pad), divisor_override wins; adaptive windows are
-[floor(o*In/Out), ceil((o+1)*In/Out)). ceil_mode only changes the output size, which the spec carries.
-
-Global pooling (every output spatial size 1 with a window covering the whole input: adaptive (1,1), or a kernel as
-large as the input) is a row reduction instead: (BR, BS) tiles of the (rows, positions) view are loaded with
-`ct.load` (coalesced, vectorised), summed or maxed in float32 and reduced once at the end.
+(lead..., *out_spatial) is tiled as a 2-D (rows = lead elements, cols = flattened output positions) problem. Three
+strategies, chosen per spec:
+- windowed (general): each block owns a (BR, BP) tile of outputs, walks the pooling window with runtime loops and
+  reads the window element of every output with one `ct.gather` (int32 offsets into a flat view of the input when it
+  has < 2^31 elements, per-dim indices otherwise); window elements outside the input are masked to -inf (max) or 0
+  (avg). Windows follow PyTorch exactly: start = o*stride - pad (+ k*dilation); the avg divisor clips the window to
+  the padded input first (count_include_pad) or to the input (exclude pad), divisor_override wins; adaptive windows
+  are [floor(o*In/Out), ceil((o+1)*In/Out)); max keeps the first maximum (NaN propagates) and its flat spatial
+  index. ceil_mode only changes the output size, which the spec carries.
+- aligned (kernel == stride, power-of-two kernel, no padding/dilation/indices: the common max_pool2d(2)): each
+  block loads a contiguous input tile with `ct.load`, reshapes it so every window is its own axis and reduces.
+- global (every output spatial size 1 and a window covering the whole input): a row reduction over (BR, BS) tiles of
+  the (rows, positions) view, coalesced `ct.load`s, float32 accumulation.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from __future__ import annotations
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args
-from .indexing import (SideLoader, alloc_outputs, array_param, decode, elementwise, input_args, input_for, module,
-                       out_param, output_vars, prod, register_tuple_items, ret_outputs, tup, wrapper_head)
+from .indexing import (SideLoader, alloc_outputs, array_param, decode, elementwise, guarded, input_args, input_for,
+                       module, out_param, output_vars, prod, register_tuple_items, ret_outputs, tup, tuple_items,
+                       wrapper_head)
 
 I = "    "
 FLAT_LIMIT = 2 ** 31  # inputs with fewer elements are gathered through a flat view with int32 offsets
@@ -50,8 +53,6 @@ def _ints(v, nd: int, default=None) -> list[int]:
 
 def _indices_used(spec: KernelSpec, rec: OpRecord) -> bool:
     """Whether anything reads element 1 (the indices) of a (values, indices) pooling result."""
-    from .indexing import tuple_items
-
     names = {n for n, (src, i) in tuple_items(spec).items() if src == rec.node and i == 1}
     used = {o.graph_value for o in spec.outputs} | {o.name for o in spec.outputs}
     used |= {v for r in spec.ops for v in r.inputs}
@@ -138,6 +139,7 @@ def _tiles(rows: int, cols: int, col_cap: int, budget: int) -> tuple[int, int]:
     return br, bc
 
 
+@guarded
 def generate(spec: KernelSpec) -> KernelSource:
     _, anchor, epilogue = _split(spec)
     pool = _Pool(spec, anchor)

@@ -56,12 +56,20 @@ def forward(expr: str, args: str = "x") -> str:
 
 
 def make_inputs(int_ranges: dict[str, tuple[int, int]] | None = None, positive: tuple[str, ...] = (),
-                probs: tuple[str, ...] = (), signs: tuple[str, ...] = ()):
+                probs: tuple[str, ...] = (), signs: tuple[str, ...] = (), strided: bool = False):
     """A `make_input` for check_kernel: integer inputs drawn from [lo, hi) per input name (default [0, 4)),
-    `positive` float inputs in [0.1, 1.1), `probs` in (0, 1), `signs` in {-1, +1}; others standard normal."""
+    `positive` float inputs in [0.1, 1.1), `probs` in (0, 1), `signs` in {-1, +1}; others standard normal.
+    `strided`: every input of rank >= 2 comes as a non-contiguous view (dims stored in reverse order)."""
     int_ranges = int_ranges or {}
 
     def make(t, gen):
+        x = make_dense(t, gen)
+        if strided and isinstance(x, torch.Tensor) and x.dim() >= 2:
+            order = list(range(x.dim()))[::-1]
+            x = x.permute(order).contiguous().permute(order)
+        return x
+
+    def make_dense(t, gen):
         if t.role == "scalar":
             return t.value
         dtype = getattr(torch, t.dtype)
@@ -104,3 +112,14 @@ def run_check(spec, make_input=None, check=None):
     assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
     register_source(source)
     return (check or check_kernel)(spec, source, make_input=make_input)
+
+
+def gpu_cases(shapes_by_variant: dict, core: set, dtypes=DTYPES) -> list:
+    """(variant, shape, dtype) triples: every shape in every dtype for the core variants; for the others each shape
+    in one dtype (cycling through them), which keeps the GPU run to a few hundred kernels."""
+    cases = []
+    for name, shapes in shapes_by_variant.items():
+        for i, shape in enumerate(shapes):
+            chosen = dtypes if name in core else (dtypes[i % len(dtypes)],)
+            cases.extend((name, shape, dt) for dt in chosen)
+    return cases

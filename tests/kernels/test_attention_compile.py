@@ -69,3 +69,11 @@ def test_dropout_is_unsupported():
     spec = snippet_spec(forward(f"{SDPA}(q, k, v, dropout_p=0.1)", "q, k, v"), f"[{qkv(1, 1, 4, 4, 8)}]", FAMILY)
     source = generate_kernel(spec)
     assert source.skeleton and "dropout" in source.notes[0]
+
+
+@pytest.mark.parametrize("name", ["causal_fp16_rect", "float_mask", "rank3", "gqa_value_dim"])
+def test_attention_strided_inputs(name):
+    """Transposed (non-contiguous) q/k/v/mask views are loaded through their strides."""
+    spec = snippet_spec(*CASES[name], FAMILY)
+    result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True))
+    assert result.ok, result.message

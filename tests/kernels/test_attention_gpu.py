@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers_indexed import DT, DTYPES, forward, make_inputs, run_check, snippet_spec
+from .helpers_indexed import DT, forward, gpu_cases, make_inputs, run_check, snippet_spec
 
 pytestmark = pytest.mark.gpu
 CHECK = None  # checking.check_kernel; swapped for the CPU emulator when validating this file without a GPU
@@ -53,7 +53,8 @@ VARIANTS = {
     "epilogue_residual": (f"{SDPA}(q, k, v) * 0.5 + q", "q, k, v", _qkv,
                           [(2, 2, 9, 9, 16), (2, 8, 512, 512, 64), (1, 1, 1, 1, 8)]),
 }
-CASES = [(name, shape, dtype) for name, v in VARIANTS.items() for shape in v[3] for dtype in DTYPES]
+CORE = {"plain", "causal", "key_padding_mask"}
+CASES = gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE)
 IDS = [f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES]
 
 
@@ -62,4 +63,17 @@ def test_attention_kernel_matches_reference(name, shape, dtype):
     expr, args, build, _ = VARIANTS[name]
     spec = snippet_spec(forward(expr, args), f"[{build(shape, DT[dtype])}]", "attention")
     result = run_check(spec, make_inputs(), CHECK)
+    assert result.ok, result.message
+
+
+STRIDED = [("causal", (2, 8, 1000, 1000, 128), "float16"), ("float_mask", (2, 8, 600, 600, 64), "bfloat16"),
+           ("plain", (2, 3, 13, 13, 12), "float32")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", STRIDED, ids=[s[0] for s in STRIDED])
+def test_attention_kernel_strided_inputs(name, shape, dtype):
+    """q/k/v (and mask) as non-contiguous views (dims stored in reverse order), as after a transpose."""
+    expr, args, build, _ = VARIANTS[name]
+    spec = snippet_spec(forward(expr, args), f"[{build(shape, DT[dtype])}]", "attention")
+    result = run_check(spec, make_inputs(strided=True), CHECK)
     assert result.ok, result.message

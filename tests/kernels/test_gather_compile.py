@@ -88,3 +88,12 @@ def test_unsupported_gather_ops_become_skeletons():
     source = generate_kernel(spec)
     assert source.skeleton and "index_add" in source.notes[0]
 
+
+
+@pytest.mark.parametrize("name", ["embedding_add_relu", "gather", "flip", "index_split", "pad_reflect", "take"])
+def test_gather_strided_inputs(name):
+    """Non-contiguous sources and index tensors are read through their strides."""
+    body, inputs, kw = CASES[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True, **kw))
+    assert result.ok, result.message

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers_indexed import DT, DTYPES, forward, make_inputs, run_check, shape_str, snippet_spec
+from .helpers_indexed import DT, forward, gpu_cases, make_inputs, run_check, shape_str, snippet_spec
 
 pytestmark = pytest.mark.gpu
 CHECK = None  # checking.check_kernel; swapped for the CPU emulator when validating this file without a GPU
@@ -93,8 +93,9 @@ VARIANTS = {
     "diagonal": ("torch.diagonal(x, 1, 0, 1) * 2", "x", _plain, [(5, 6), (1000, 1001), (2, 2)]),
     "diag_embed": ("torch.diag_embed(x, 1)", "x", _plain, [(3, 4), (64, 129), (1, 1)]),
 }
-CASES = [(name, shape, dtype) for name, (_, _, _, shapes) in VARIANTS.items() for shape in shapes
-         for dtype in (DTYPES if name != "one_hot" else ("int64",))]
+CORE = {"embedding", "index_select", "gather", "flip", "pad_constant"}
+CASES = [c for c in gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE) if c[0] != "one_hot"]
+CASES += [("one_hot", shape, "int64") for shape in VARIANTS["one_hot"][3]]
 IDS = [f"{n}-{VARIANTS[n][3].index(s)}-{d}" for n, s, d in CASES]
 
 
@@ -106,4 +107,18 @@ def test_gather_kernel_matches_reference(name, shape, dtype):
         expr = expr.format(C=shape[1])
     spec = snippet_spec(forward(expr, args), f"[{inputs}]", "gather")
     result = run_check(spec, make_inputs(int_ranges=ranges), CHECK)
+    assert result.ok, result.message
+
+
+STRIDED = [("embedding_add_relu", (5000, 768, (8, 127)), "float16"), ("gather", ((512, 1000), 333), "float32"),
+           ("pad_reflect", (8, 32, 100, 101), "bfloat16"), ("index_adjacent", ((16, 300, 200, 9), 1000), "float16")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", STRIDED, ids=[s[0] for s in STRIDED])
+def test_gather_kernel_strided_inputs(name, shape, dtype):
+    """Sources and index tensors as non-contiguous views (dims stored in reverse order)."""
+    expr, args, build, _ = VARIANTS[name]
+    inputs, ranges = build(shape, DT[dtype])
+    spec = snippet_spec(forward(expr, args), f"[{inputs}]", "gather")
+    result = run_check(spec, make_inputs(int_ranges=ranges, strided=True), CHECK)
     assert result.ok, result.message

@@ -113,3 +113,13 @@ def test_unsupported_losses_become_skeletons():
     spec = snippet_spec(forward("F.cross_entropy(x, y)", XY), "[torch.randn(3, 5), torch.rand(3, 5)]", FAMILY)
     source = generate_kernel(spec)
     assert source.skeleton and "class-probability" in source.notes[0]
+
+
+@pytest.mark.parametrize("name", ["mse_mean", "cross_entropy_weight_smoothing", "cross_entropy_nd_ignore",
+                                  "cosine_similarity_broadcast", "triplet_swap_p1_sum", "bce_logits_pos_weight"])
+def test_loss_strided_inputs(name):
+    """Non-contiguous operands (flattened by the wrapper or read through their strides)."""
+    body, inputs, kw = CASES[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True, **kw))
+    assert result.ok, result.message

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers_indexed import DT, DTYPES, forward, make_inputs, run_check, shape_str, snippet_spec
+from .helpers_indexed import DT, forward, gpu_cases, make_inputs, run_check, shape_str, snippet_spec
 
 pytestmark = pytest.mark.gpu
 CHECK = None  # checking.check_kernel; swapped for the CPU emulator when validating this file without a GPU
@@ -83,7 +83,8 @@ VARIANTS = {
                          lambda s, dt: _pair(s, dt, f", torch.randn({s[0]}){dt}"), lambda s: {"signs": ("z",)},
                          [(8, 21), (3000, 300), (1, 1)]),
 }
-CASES = [(name, shape, dtype) for name, v in VARIANTS.items() for shape in v[4] for dtype in DTYPES]
+CORE = {"mse_mean", "cross_entropy", "cross_entropy_nd_ignore", "cosine_similarity", "triplet"}
+CASES = gpu_cases({name: v[4] for name, v in VARIANTS.items()}, CORE)
 IDS = [f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES]
 
 
@@ -92,4 +93,17 @@ def test_loss_kernel_matches_reference(name, shape, dtype):
     expr, args, build, kw, _ = VARIANTS[name]
     spec = snippet_spec(forward(expr, args), f"[{build(shape, DT[dtype])}]", "loss")
     result = run_check(spec, make_inputs(**kw(shape)), CHECK)
+    assert result.ok, result.message
+
+
+STRIDED = [("mse_mean", (1000, 1025), "float32"), ("cross_entropy", (2048, 5003), "float16"),
+           ("cosine_similarity", (4096, 777), "bfloat16"), ("triplet", (3000, 257), "float32")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", STRIDED, ids=[s[0] for s in STRIDED])
+def test_loss_kernel_strided_inputs(name, shape, dtype):
+    """Operands as non-contiguous views (dims stored in reverse order)."""
+    expr, args, build, kw, _ = VARIANTS[name]
+    spec = snippet_spec(forward(expr, args), f"[{build(shape, DT[dtype])}]", "loss")
+    result = run_check(spec, make_inputs(strided=True, **kw(shape)), CHECK)
     assert result.ok, result.message

@@ -95,3 +95,12 @@ def test_pool_nd_gather_path(name, monkeypatch):
     assert "base = rr" not in source.code
     result = emulated_check(spec, source, make_input=make_inputs())
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("name", ["max2d_k3s2p1_fp16", "aligned_max2d_ceil_odd", "adaptive_avg2d_global_fp16_relu",
+                                  "max2d_relu_scale_bias"])
+def test_pool_strided_inputs(name):
+    """Non-contiguous inputs (the launch wrapper reshapes them; side inputs are read through their strides)."""
+    spec = snippet_spec(*CASES[name], FAMILY)
+    result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True))
+    assert result.ok, result.message

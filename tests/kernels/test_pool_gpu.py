@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers_indexed import DT, DTYPES, forward, make_inputs, run_check, shape_str, snippet_spec
+from .helpers_indexed import DT, forward, gpu_cases, make_inputs, run_check, shape_str, snippet_spec
 
 pytestmark = pytest.mark.gpu
 CHECK = None  # checking.check_kernel; tests of this file swap in the CPU emulator to validate the file itself
@@ -49,7 +49,9 @@ VARIANTS = {
                               "torch.randn({C}, 1, 1){dt}"),
     "avg2d_gelu": ("F.gelu(F.avg_pool2d(x, 3, 2, 1))", [(2, 6, 14, 10), (8, 64, 56, 57), (1, 3, 3, 3)], None),
 }
-CASES = [(name, shape, dtype) for name, (_, shapes, _) in VARIANTS.items() for shape in shapes for dtype in DTYPES]
+CORE = {"max2d_k3s2p1", "max2d_k2_aligned", "max2d_indices", "avg2d_exclude_pad_ceil", "adaptive_avg2d",
+        "adaptive_avg2d_global", "max2d_relu_scale_bias"}
+CASES = gpu_cases({name: v[1] for name, v in VARIANTS.items()}, CORE)
 
 
 @pytest.mark.parametrize("name,shape,dtype", CASES, ids=[f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES])
@@ -63,4 +65,19 @@ def test_pool_kernel_matches_reference(name, shape, dtype):
         args = "x, b"
     spec = snippet_spec(forward(expr, args), f"[{inputs}]", "pool")
     result = run_check(spec, make_inputs(), CHECK)
+    assert result.ok, result.message
+
+
+STRIDED = [("max2d_k3s2p1", (4, 32, 56, 57), "float16"), ("max2d_relu_scale_bias", (8, 64, 56, 57), "float32"),
+           ("adaptive_avg2d_global", (32, 256, 56, 56), "bfloat16")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", STRIDED, ids=[s[0] for s in STRIDED])
+def test_pool_kernel_strided_inputs(name, shape, dtype):
+    """Inputs as non-contiguous views (dims stored in reverse order)."""
+    expr, _, extra = VARIANTS[name]
+    dt = DT[dtype]
+    inputs = f"torch.randn({shape_str(shape)}){dt}" + (", " + extra.format(C=shape[1], dt=dt) if extra else "")
+    spec = snippet_spec(forward(expr, "x, b" if extra else "x"), f"[{inputs}]", "pool")
+    result = run_check(spec, make_inputs(strided=True), CHECK)
     assert result.ok, result.message
