@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tilestudio", description="PyTorch model → pure cuTile .py workbench")
     sub = parser.add_subparsers(dest="command")
 
-    p = sub.add_parser("open", help="launch the app (optionally on a model file)")
+    p = sub.add_parser("open", help="launch the app (optionally on a model file or a .tstudio project)")
     p.add_argument("model_file", nargs="?")
 
     p = sub.add_parser("analyze", help="decompose a model into kernel specs")

@@ -33,7 +33,9 @@ def run_app(model_file: str | None) -> int:
     app = create_application()
     window = MainWindow()
     window.show()
-    if model_file:
+    if model_file and model_file.endswith(".tstudio"):
+        window.project.open_project(model_file)
+    elif model_file:
         window.open_model(model_file)
     return app.exec()
 

@@ -240,7 +240,7 @@ class ComposedPane(QWidget):
             verdict += "</span>"
         else:
             verdict = f"<span style='color:{_ok_colour(self.theme)}'>✓ pure cuTile forward</span>"
-        parts = [verdict, f"<span style='color:{dim}'>{n_lines} lines · composed and checked in "
+        parts = [verdict, f"<span style='color:{dim}'>· {n_lines} lines · checked in "
                           f"{result.seconds * 1000:.0f} ms</span>"]
         if self.stack.currentWidget() is self.diff_view:
             if self.exported_text is None:

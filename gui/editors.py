@@ -135,6 +135,7 @@ class KernelEditor(QWidget):
         self.theme = theme
         self.colour = colour
         self.in_model = True
+        self._not_in_model = ""
         self.editor = DiagnosticEditor()
         self.editor.setObjectName("kernelCode")
         self.editor.setTabStopDistance(self.editor.fontMetrics().horizontalAdvance(" ") * 4)
@@ -142,6 +143,9 @@ class KernelEditor(QWidget):
         self.find_bar = FindReplaceBar(self.editor)
         self.spec_view = CodeEditor(read_only=True, line_numbers=False)
         self.spec_view.setLineWrapMode(CodeEditor.LineWrapMode.WidgetWidth)
+        # Wrapped text whose height is near the view's can make the scroll bar appear and disappear forever
+        # (each toggle re-wraps the text); a scroll bar that is always there cannot.
+        self.spec_view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self.spec_highlighter = SpecHighlighter(self.spec_view.document(), theme.pygments_style)
         self.reference_view = CodeEditor(read_only=True)
         self.reference_highlighter = PygmentsHighlighter(self.reference_view.document(), theme.pygments_style)
@@ -221,7 +225,14 @@ class KernelEditor(QWidget):
         self.editor.textChanged.connect(self._on_text_changed)
         self.compile_result: KernelCheckResult | None = None
         self._compile_stale = False
+        self._sized = False
         self.set_purity([])
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if not self._sized and self.isVisible() and self.width() > 300:
+            self._sized = True  # the code gets most of the width; the spec side stays readable
+            self.splitter.setSizes([int(self.width() * 0.64), int(self.width() * 0.36)])
 
     # ---- content -------------------------------------------------------------------------------------------
     def set_spec(self, spec: KernelSpec) -> None:
@@ -282,8 +293,8 @@ class KernelEditor(QWidget):
     def _show_purity_label(self) -> None:
         diags = getattr(self, "_purity", [])
         if not self.in_model:
-            self.purity_label.setText(f"<span style='color:{self.theme.warning}'>not in the model: kept, "
-                                      "not composed</span>")
+            why = self._not_in_model
+            self.purity_label.setText(f"<span style='color:{self.theme.warning}'>{why}</span>")
             return
         errors = sum(d.severity == "error" for d in diags)
         warnings = len(diags) - errors
@@ -351,8 +362,9 @@ class KernelEditor(QWidget):
                               file=self.kernel_id, line=r.line, column=r.column, detail=r.detail or None,
                               kernel=self.kernel_id, origin="compile", rule="compile")]
 
-    def set_in_model(self, in_model: bool) -> None:
+    def set_in_model(self, in_model: bool, why: str = "not in the model: kept, not composed") -> None:
         self.in_model = in_model
+        self._not_in_model = why
         self.compile_action.setEnabled(in_model)
         self.reset_action.setEnabled(in_model)
         self._show_purity_label()
@@ -405,6 +417,7 @@ class EditorsPanel(QWidget):
         workspace.kernelEdited.connect(self._on_kernel_edited)
         workspace.composeFinished.connect(self._on_composed)
         workspace.cleared.connect(self._on_cleared)
+        workspace.sourcesLost.connect(self._on_sources_lost)
 
     # ---- opening and closing -------------------------------------------------------------------------------
     def open_kernel(self, kernel_id: str, line: int | None = None) -> KernelEditor | None:
@@ -509,6 +522,18 @@ class EditorsPanel(QWidget):
             return
         for kid, editor in self._editors.items():
             editor.set_purity(result.kernel_diagnostics(kid))
+
+    def _on_sources_lost(self) -> None:
+        """The model no longer analyses: keep every editor (and its undo history) until it does again."""
+        for check in self._checks.values():
+            check.cancel()
+            check.deleteLater()
+        self._checks.clear()
+        for kid, editor in self._editors.items():
+            editor.set_in_model(False, "the analysis failed: your code is kept, not composed")
+            editor.set_purity([])
+            self._update_tab(kid)
+        self.problemsChanged.emit()
 
     def _on_cleared(self) -> None:
         for check in self._checks.values():

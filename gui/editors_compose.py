@@ -167,4 +167,7 @@ def serve(stdin=None, stdout=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(serve())
+    # Serve from the module under its real name, so results pickle as tilestudio.gui.editors_compose.*, not __main__.*
+    from tilestudio.gui import editors_compose
+
+    raise SystemExit(editors_compose.serve())

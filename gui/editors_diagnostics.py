@@ -11,8 +11,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QPoint
-from PySide6.QtGui import QColor, QHelpEvent, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QEvent, QPoint, Qt
+from PySide6.QtGui import QColor, QHelpEvent, QPainter, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QTextEdit, QToolTip, QWidget
 
 from .code_editor import CodeEditor
@@ -42,8 +42,10 @@ class Diagnostic:
 class DiagnosticEditor(CodeEditor):
     """A CodeEditor that shows diagnostics; other gutter marks (kernel colours) stay underneath."""
 
-    def __init__(self, parent: QWidget | None = None, *, read_only: bool = False, line_numbers: bool = True):
+    def __init__(self, parent: QWidget | None = None, *, read_only: bool = False, line_numbers: bool = True,
+                 inline_messages: bool = True):
         super().__init__(parent, read_only=read_only, line_numbers=line_numbers)
+        self.inline_messages = inline_messages  # the message, dimmed, after the end of its line
         self._diagnostics: dict[str, list[Diagnostic]] = {}
         self._base_marks: dict[int, QColor] = {}
         self.error_colour = QColor("#e06c75")
@@ -70,8 +72,12 @@ class DiagnosticEditor(CodeEditor):
             self._diagnostics[source] = diagnostics
         else:
             self._diagnostics.pop(source, None)
-        self.set_layer_selections(f"diag:{source}", [self._selection(d) for d in diagnostics])
+        selections = [self._selection(d) for d in diagnostics]
+        selections += [self._line_tint(line, severity) for line, severity in
+                       sorted({(d.line, d.severity) for d in diagnostics if d.severity == "error"})]
+        self.set_layer_selections(f"diag:{source}", selections)
         self._refresh_marks()
+        self.viewport().update()
 
     def set_layer_selections(self, layer: str, selections: list[QTextEdit.ExtraSelection]) -> None:
         """Arbitrary ExtraSelections (ranges, not only full lines) as one decoration layer; [] removes it."""
@@ -125,6 +131,50 @@ class DiagnosticEditor(CodeEditor):
         sel.format.setToolTip(d.tooltip_html())
         sel.cursor = cursor
         return sel
+
+    def _line_tint(self, line: int, severity: str) -> QTextEdit.ExtraSelection:
+        colour = self._colour(severity)
+        colour.setAlpha(28)
+        sel = QTextEdit.ExtraSelection()
+        sel.format.setBackground(colour)
+        sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        sel.cursor = QTextCursor(self.document().findBlockByNumber(line - 1))
+        return sel
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().paintEvent(event)
+        if not self.inline_messages or not self._diagnostics:
+            return
+        worst: dict[int, Diagnostic] = {}
+        for d in self.diagnostics():
+            best = worst.get(d.line)
+            if best is None or SEVERITY_ORDER.get(d.severity, 3) < SEVERITY_ORDER.get(best.severity, 3):
+                worst[d.line] = d
+        painter = QPainter(self.viewport())
+        font = self.font()
+        font.setItalic(True)
+        painter.setFont(font)
+        metrics = self.fontMetrics()
+        offset = self.contentOffset()
+        margin = self.document().documentMargin()
+        bottom = self.viewport().rect().bottom()
+        block = self.firstVisibleBlock()
+        while block.isValid():
+            geometry = self.blockBoundingGeometry(block).translated(offset)
+            if geometry.top() > bottom:
+                break
+            d = worst.get(block.blockNumber() + 1)
+            if d is not None and block.isVisible():
+                text_width = metrics.horizontalAdvance(block.text().expandtabs(4) + "   ")
+                x = offset.x() + margin + text_width
+                colour = self._colour(d.severity)
+                colour.setAlpha(200)
+                painter.setPen(colour)
+                text = f"■ {d.rule}: {d.message}" if d.rule else f"■ {d.message}"
+                painter.drawText(int(x), int(geometry.top()), 4000, int(geometry.height()),
+                                 int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), text)
+            block = block.next()
+        painter.end()
 
     def _refresh_marks(self) -> None:
         marks = dict(self._base_marks)

@@ -179,6 +179,7 @@ class EditingFeature(QObject):
         w.session.analysisFailed.connect(lambda _info: ws.analysis_failed())
         ws.composeFinished.connect(self._on_composed)
         ws.cleared.connect(self._on_cleared)
+        ws.sourcesLost.connect(self._on_cleared)  # the composed file and its problems go; the editors stay
         ws.sourcesReady.connect(lambda: self.composed_dock.setWindowTitle("Composed"))
         self.panel.problemsChanged.connect(lambda: self.feed.set_group("compile", self.panel.compile_problems()))
         self.panel.currentKernelChanged.connect(self._on_tab_changed)

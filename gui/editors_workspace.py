@@ -114,7 +114,8 @@ class KernelWorkspace(QObject):
     editsReplaced = Signal()  # every edit replaced at once (project opened, recovery restored)
     composeStarted = Signal()
     composeFinished = Signal(object)  # ComposeResult
-    cleared = Signal()  # another model, or the analysis failed: no kernels
+    cleared = Signal()  # another model: no kernels, no edits
+    sourcesLost = Signal()  # the analysis failed: no kernels for now, the edits (and their editors) stay
 
     _generated = Signal(int, object, object)  # request, Decomposition, sources
     _composed = Signal(object)  # ComposeResult
@@ -167,7 +168,7 @@ class KernelWorkspace(QObject):
         self._generation += 1
         self._compose_request += 1
         self.decomposition, self.generated, self.result = None, {}, None
-        self.cleared.emit()
+        self.sourcesLost.emit()
 
     def _generate(self, request: int, dec: Decomposition) -> None:
         sources = generate_sources(dec)

@@ -95,6 +95,7 @@ def test_a_torch_call_in_a_launch_wrapper_is_underlined_live_and_undo_clears_it(
     insert_line(editor, line, RELU)
     qtbot.waitUntil(lambda: editor.editor.underlined_lines() == [line], timeout=PURITY_TIMEOUT_MS)
     assert time.perf_counter() - start < 1.0
+    assert window.workspace.helper_running and window.workspace.helper_error == ""  # not the thread fallback
     assert window.workspace.is_edited(kid) and window.editors.tabs.tabText(0).endswith("●")
 
     # underline on the call itself, a gutter marker in the error colour, a tooltip with rule, message and hint
@@ -407,3 +408,53 @@ def test_the_edit_menu_and_file_menu_carry_the_editing_actions(window):
     assert "&Undo" in edit_texts and "&Edit Kernel" in edit_texts and "&Compile Check Kernel" in edit_texts
     view_texts = [a.text() for a in window._menu("&View").actions()]
     assert "Kernel Editor" in view_texts and "Composed" in view_texts
+
+
+def test_purity_runs_in_a_helper_process_and_survives_its_death(qtbot, window, cached_analysis):
+    dec = open_small(qtbot, window)
+    workspace = window.workspace
+    assert workspace.helper_running and workspace.helper.process.processId() > 0, workspace.helper_error
+    workspace.helper.process.kill()  # the helper dies (OOM killer, a crash): composing moves to a thread
+    qtbot.waitUntil(lambda: not workspace.helper_running, timeout=5000)
+    kid = dec.kernels[0].id
+    editor = window.open_editor(kid)
+    line = launch_body_line(editor.code(), kid)
+    insert_line(editor, line, RELU)
+    qtbot.waitUntil(lambda: editor.editor.underlined_lines() == [line], timeout=3000)
+    assert "exited" in workspace.helper_error
+
+
+def test_switching_theme_recolours_the_editors_and_keeps_the_edits(qtbot, window, cached_analysis):
+    dec = open_small(qtbot, window)
+    kid = dec.kernels[0].id
+    editor = window.open_editor(kid)
+    line = launch_body_line(editor.code(), kid)
+    insert_line(editor, line, RELU)
+    qtbot.waitUntil(lambda: editor.editor.underlined_lines() == [line], timeout=PURITY_TIMEOUT_MS)
+    window.set_theme("light")
+    assert editor.highlighter.formats.style.__name__.lower().startswith("default")
+    assert editor.editor.error_colour.name() == window.theme.error.lower()
+    assert editor.editor.underlined_lines() == [line] and RELU in editor.code()
+    qtbot.waitUntil(lambda: any(isinstance(p, KernelProblem) for p in window.problems.problems()), timeout=1000)
+    window.set_theme("dark")
+
+
+def test_a_model_that_stops_analysing_keeps_the_editors_and_their_edits(qtbot, window, cached_analysis, tmp_path):
+    model = tmp_path / SMALL.name
+    model.write_text(SMALL.read_text())
+    dec = open_small(qtbot, window, model)
+    kid = dec.kernels[0].id
+    editor = window.open_editor(kid)
+    insert_line(editor, launch_body_line(editor.code(), kid), "    # still mine")
+    edited = editor.code()
+    with qtbot.waitSignal(window.session.analysisFailed, timeout=ANALYSIS_TIMEOUT_MS):
+        model.write_text(SMALL.read_text().replace("def forward(self, x):", "def forward(self, x)"))
+    assert window.editors.editor(kid) is editor and editor.code() == edited
+    assert not editor.in_model and "analysis failed" in editor.purity_label.text()
+    assert window.workspace.edits == {kid: edited} and window.composed.text() == ""
+    with qtbot.waitSignal(window.workspace.sourcesReady, timeout=ANALYSIS_TIMEOUT_MS):
+        model.write_text(SMALL.read_text())
+    wait_for_composition(qtbot, window)
+    assert editor.in_model and "# still mine" in window.composed.text()
+    editor.editor.undo()  # the undo history survived
+    qtbot.waitUntil(lambda: not window.workspace.is_edited(kid), timeout=1000)
