@@ -45,6 +45,9 @@ class GraphView(QGraphicsView):
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
         self.setFrameShape(QGraphicsView.Shape.NoFrame)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        # The automatic zoom fits the width: a vertical scroll bar that came and went would change that width and
+        # re-trigger the fit on every resize (an endless show/hide loop at some window sizes). Keep it on.
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self.placeholder = "No model open."
         # Until the user zooms, the graph fills the pane's width (readable; tall graphs scroll) and follows resizes.
         self.auto_zoom = True

@@ -243,3 +243,15 @@ def test_validation_in_the_window_colours_the_graph(qtbot, window, cached_analys
 
 def test_the_fake_runner_helper_is_importable(tmp_path):
     assert callable(fake_runner(tmp_path, "pass"))
+
+
+def test_resizing_the_window_never_loops_on_scroll_bars(qtbot, window, cached_analysis):
+    """At some sizes the width-fitting zoom toggled the vertical scroll bar forever (reported hang)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    view = window.graph_view.view if hasattr(window.graph_view, "view") else window.graph_view
+    assert view.verticalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOn
+    for w, h in ((1680, 1050), (1200, 800), (1679, 1049), (900, 700)):
+        window.resize(w, h)
+        QApplication.processEvents()
