@@ -9,6 +9,25 @@ for part in "$@"; do
     tests)   timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 150 -rfE \
                ${GPU_TESTS:-tests/kernels tests/test_validate_gpu.py} > "$out/gpu_tests.log" 2>&1
              grep -E "passed|failed" "$out/gpu_tests.log" | tail -1; grep -E "^(FAILED|ERROR)" "$out/gpu_tests.log" | cut -c1-200 ;;
+    tests-par) # the GPU test files split over ${GPU_PAR:-4} pytest processes sharing the GPU
+             files=$(ls tests/kernels/test_*_gpu.py tests/test_validate_gpu.py tests/test_*_gpu.py 2>/dev/null | sort -u)
+             n=${GPU_PAR:-4}; i=0; pids=""
+             for g in $(seq 0 $((n-1))); do
+               grp=$(echo "$files" | awk -v n=$n -v g=$g 'NR%n==g')
+               timeout ${TESTS_TIMEOUT:-420} python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 200 -rfE \
+                 $grp > "$out/gpu_tests_$g.log" 2>&1 & pids="$pids $!"
+             done
+             wait $pids
+             for g in $(seq 0 $((n-1))); do grep -E "passed|failed|error" "$out/gpu_tests_$g.log" | tail -1; done
+             grep -hE "^(FAILED|ERROR)" "$out"/gpu_tests_*.log | cut -c1-220 ;;
+    tests-x) # every GPU test through pytest-xdist (the bundle carries it); module fixtures stay on one worker
+             timeout ${TESTS_TIMEOUT:-420} python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 300 -rfE \
+               -n ${GPU_PAR:-12} --dist loadgroup ${GPU_TESTS:-tests} > "$out/gpu_tests.log" 2>&1
+             tail -1 "$out/gpu_tests.log"; grep -E "^(FAILED|ERROR)" "$out/gpu_tests.log" | cut -c1-240 ;;
+    mains) # every corpus model: compose, then run the composed file's own __main__ (PASS/FAIL count)
+             timeout ${MAINS_TIMEOUT:-420} python3 -m tilestudio bench ${BENCH_MODELS:-tests/models/*.py} --no-dry-run --no-validate \
+               --jobs 16 --main-jobs ${MAIN_JOBS:-8} --out-dir "$out/composed_all" --json "$out/mains.json" \
+               > "$out/mains.txt" 2> "$out/mains.err"; tail -30 "$out/mains.txt" ;;
     kernels) timeout 240 python3 bench/kernels.py > "$out/kernels.txt" 2> "$out/kernels.err"; cat "$out/kernels.txt" ;;
     corpus-fused) timeout ${BENCH_TIMEOUT:-420} python3 -m tilestudio bench ${BENCH_MODELS:-tests/models/fused_*.py tests/models/arch_*.py} \
                --no-dry-run --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_fa" --json "$out/bench_fa.json" \

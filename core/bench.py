@@ -1,7 +1,9 @@
 """`tilestudio bench PATH...`: analyze → compose → dry run → validate → time, for many models; one table.
 
-CPU stages (analysis, composition, purity, dry run) run in parallel first; GPU validations then run one at a
-time so that timings are not disturbed. One model's failure never stops the batch.
+CPU stages (analysis, composition, purity, dry run) run in parallel first. GPU validations then run `--gpu-jobs`
+at a time (default 1): with more than one, the children share a lock file (TILESTUDIO_GPU_LOCK, see
+validate_child.gpu_turn) that makes every timed region exclusive on the GPU while imports, JIT compilation and
+torch.compile run in parallel. One model's failure never stops the batch.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from .errors import UserError
@@ -30,7 +32,7 @@ def _expand(paths: list[str]) -> list[str]:
     return out
 
 
-def _cpu_stage(path: str, out_dir: str, dry: bool) -> dict[str, Any]:
+def compose_stage(path: str, out_dir: str, dry: bool) -> dict[str, Any]:
     from .analyze import analyze_file
     from .composer import compose_model
     from .loader import run_child
@@ -93,7 +95,7 @@ def _gpu_stage(row: dict[str, Any], args) -> None:
         row["error"] = "no GPU: validation skipped (dry run only)"
 
 
-def _run_main(row: dict[str, Any], timeout: float) -> None:
+def run_main(row: dict[str, Any], timeout: float) -> None:
     """Run the composed file's own `__main__` validation block (also warms cuTile's compile cache)."""
     import subprocess
 
@@ -107,6 +109,44 @@ def _run_main(row: dict[str, Any], timeout: float) -> None:
             row["main_error"] = tail[0][:160]
     except subprocess.TimeoutExpired:
         row["main"] = "TIMEOUT"
+
+
+def _validate_one(row: dict[str, Any], args) -> dict[str, Any]:
+    if row.get("composed"):
+        try:
+            _gpu_stage(row, args)
+        except Exception as exc:  # noqa: BLE001 - one model never stops the batch
+            row["status"], row["error"] = "error", f"validation: {type(exc).__name__}: {exc}"[:160]
+    return row
+
+
+def _progress(done: int, total: int, row: dict[str, Any]) -> None:
+    """One line per model on a log; a redrawn bar plus the latest result on a terminal."""
+    line = (f"{row['model']}: {row['status']} max_diff={_fmt(row['max_diff'], '.2e')} eager={_fmt(row['eager_ms'])} "
+            f"compile={_fmt(row['compile_ms'])} cutile={_fmt(row['cutile_ms'])} {row['error'][:80]}")
+    if sys.stderr.isatty():
+        width = 30
+        filled = width * done // max(total, 1)
+        sys.stderr.write(f"\r\033[K[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {line[:90]}")
+        if done == total:
+            sys.stderr.write("\n")
+    else:
+        sys.stderr.write(f"[{done}/{total}] validated {line}\n")
+    sys.stderr.flush()
+
+
+def _validate_all(rows: list[dict[str, Any]], args, out_dir: str) -> None:
+    jobs = max(1, getattr(args, "gpu_jobs", 1) or 1)
+    if jobs > 1:
+        os.environ["TILESTUDIO_GPU_LOCK"] = os.path.join(out_dir, ".gpu.lock")
+    try:
+        with ThreadPoolExecutor(jobs) as pool:
+            futures = [pool.submit(_validate_one, r, args) for r in rows]
+            for done, fut in enumerate(as_completed(futures), 1):
+                _progress(done, len(rows), fut.result())
+    finally:
+        if jobs > 1:
+            os.environ.pop("TILESTUDIO_GPU_LOCK", None)
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -126,7 +166,7 @@ def run_bench(args) -> int:
     start = time.perf_counter()
     rows: list[dict[str, Any]] = [None] * len(files)  # type: ignore[list-item]
     with ThreadPoolExecutor(jobs) as pool:
-        futures = {pool.submit(_cpu_stage, f, out_dir, not args.no_dry_run): i for i, f in enumerate(files)}
+        futures = {pool.submit(compose_stage, f, out_dir, not args.no_dry_run): i for i, f in enumerate(files)}
         for n, fut in enumerate(futures, 1):
             i = futures[fut]
             rows[i] = fut.result()
@@ -135,18 +175,11 @@ def run_bench(args) -> int:
     if args.main_jobs:
         ready = [r for r in rows if r.get("composed")]
         with ThreadPoolExecutor(args.main_jobs) as pool:
-            list(pool.map(lambda r: _run_main(r, args.timeout), ready))
+            list(pool.map(lambda r: run_main(r, args.timeout), ready))
         print(f"composed __main__ blocks: PASS {sum(r.get('main') == 'PASS' for r in rows)}/{len(rows)}",
               file=sys.stderr, flush=True)
-    for n, row in enumerate(rows, 1):
-        if row.get("composed") and not args.no_validate:
-            try:
-                _gpu_stage(row, args)
-            except Exception as exc:  # noqa: BLE001
-                row["status"], row["error"] = "error", f"validation: {type(exc).__name__}: {exc}"[:160]
-        print(f"[{n}/{len(rows)}] validated {row['model']}: {row['status']} max_diff={_fmt(row['max_diff'], '.2e')} "
-              f"eager={_fmt(row['eager_ms'])} compile={_fmt(row['compile_ms'])} cutile={_fmt(row['cutile_ms'])} "
-              f"{row['error'][:80]}", file=sys.stderr, flush=True)
+    if not args.no_validate:
+        _validate_all(rows, args, out_dir)
     header = ["model", "kernels", "pure", "main", "status", "max_diff", "eager_ms", "compile_ms", "cutile_ms",
               "speedup_eager", "speedup_compile"]
     print(f"{'model':42s} {'kern':>4s} {'pure':>4s} {'main':>5s} {'result':>7s} {'max diff':>9s} {'eager ms':>9s} "

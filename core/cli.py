@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-validate", action="store_true", help="stop after composing (and the __main__ runs)")
     p.add_argument("--main-jobs", type=int, default=0,
                    help="first run each composed file's own __main__ block, N at a time (warms the JIT cache)")
+    p.add_argument("--gpu-jobs", type=int, default=1,
+                   help="validations in flight at once; timed regions stay exclusive on the GPU (a shared lock)")
     p.add_argument("--no-torch-compile", action="store_true")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--timeout", type=float, default=600.0)

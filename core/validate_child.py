@@ -8,6 +8,7 @@ kind: no_gpu, import, compile, unsupported, launch, cuda_fault.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import math
@@ -76,7 +77,36 @@ def _line_in(exc: BaseException, path: str) -> int | None:
     return line
 
 
+@contextlib.contextmanager
+def gpu_turn(exclusive: bool):
+    """Coordinate with other validations sharing this GPU (`tilestudio bench --gpu-jobs N`).
+
+    When TILESTUDIO_GPU_LOCK names a lock file, timed regions hold it exclusively and other GPU work (kernel checks,
+    the end-to-end run) holds it shared, so no two validations' GPU work overlaps a timed region while their CPU
+    work (imports, JIT and torch.compile compilation) still runs in parallel. Without the variable: no locking.
+    """
+    path = os.environ.get("TILESTUDIO_GPU_LOCK")
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: validations are never run concurrently there
+        fcntl = None
+    if not path or fcntl is None:
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _time_ms(fn, args_sets: list, reps: int, warmup: int) -> float:
+    with gpu_turn(exclusive=True):
+        return _timed(fn, args_sets, reps, warmup)
+
+
+def _timed(fn, args_sets: list, reps: int, warmup: int) -> float:
     import torch
 
     for i in range(warmup):
@@ -151,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             second = time.perf_counter() - t0
             emit("compile", kernel=kid, seconds=max(first - second, 0.0))
             kernel_args[kid] = call_args
-            result = check_launch(k, namespace, launch, prepare, "cuda", seed=2)
+            with gpu_turn(exclusive=False):
+                result = check_launch(k, namespace, launch, prepare, "cuda", seed=2)
             kernel_ok[kid] = result.ok
             emit("kernel_check", kernel=kid, ok=result.ok, max_abs_err=result.max_abs_err,
                  max_rel_err=result.max_rel_err, message=result.message)
@@ -176,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
 
     e2e_ok = False
     try:
-        with torch.no_grad():
+        with torch.no_grad(), gpu_turn(exclusive=False):
             inputs = fresh_inputs(0)
             expected = model(*inputs)
             actual = cutile(*inputs)
