@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
@@ -77,8 +78,17 @@ def _gpu_stage(row: dict[str, Any], args) -> None:
 
     run = Validation(row["composed"], timeout_s=args.timeout, reps=args.reps,
                      torch_compile=not args.no_torch_compile, specs_json=row.get("specs_json"))
-    for _ in run.run():
-        pass
+    with _LOCK:
+        if _STOP.is_set():
+            row["status"], row["error"] = "cancelled", "batch interrupted"
+            return
+        _ACTIVE.add(run)
+    try:
+        for _ in run.run():
+            pass
+    finally:
+        with _LOCK:
+            _ACTIVE.discard(run)
     rep = run.report
     row["status"] = rep.status
     if rep.end_to_end:
@@ -111,6 +121,18 @@ def run_main(row: dict[str, Any], timeout: float) -> None:
         row["main"] = "TIMEOUT"
 
 
+_LOCK = threading.Lock()
+_ACTIVE: set = set()  # validations in flight, cancelled together on SIGINT/SIGTERM
+_STOP = threading.Event()
+
+
+def _cancel_all() -> None:
+    with _LOCK:
+        _STOP.set()
+        for run in list(_ACTIVE):
+            run.cancel()
+
+
 def _validate_one(row: dict[str, Any], args) -> dict[str, Any]:
     if row.get("composed"):
         try:
@@ -139,8 +161,11 @@ def _validate_all(rows: list[dict[str, Any]], args, out_dir: str) -> None:
     jobs = max(1, getattr(args, "gpu_jobs", 1) or 1)
     if jobs > 1:
         os.environ["TILESTUDIO_GPU_LOCK"] = os.path.join(out_dir, ".gpu.lock")
+    from .cli import cancel_on_signals
+
+    _STOP.clear()
     try:
-        with ThreadPoolExecutor(jobs) as pool:
+        with cancel_on_signals(_cancel_all), ThreadPoolExecutor(jobs) as pool:
             futures = [pool.submit(_validate_one, r, args) for r in rows]
             for done, fut in enumerate(as_completed(futures), 1):
                 _progress(done, len(rows), fut.result())

@@ -6,6 +6,9 @@ Exit codes: 0 ok, 1 verification mismatch / violations, 2 bad input or error.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+import threading
 import sys
 
 from .errors import UserError
@@ -253,6 +256,20 @@ def _print_dry_run(path: str, report: dict) -> bool:
     return bool(report["ok"])
 
 
+@contextlib.contextmanager
+def cancel_on_signals(cancel):
+    """While the block runs, SIGINT/SIGTERM call `cancel` (which kills child process groups) instead of killing us."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda *_: cancel()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _validate(args: argparse.Namespace) -> int:
     import json
 
@@ -260,13 +277,14 @@ def _validate(args: argparse.Namespace) -> int:
 
     run = Validation(args.composed_file, timeout_s=args.timeout, atol=args.atol, rtol=args.rtol, reps=args.reps,
                      torch_compile=not args.no_torch_compile)
-    for ev in run.run():
-        if args.json:
-            print(json.dumps(ev, default=str), flush=True)
-        else:
-            line = format_event(ev)
-            if line:
-                print(line, flush=True)
+    with cancel_on_signals(run.cancel):  # Ctrl+C / SIGTERM kill the GPU child's whole group, then report
+        for ev in run.run():
+            if args.json:
+                print(json.dumps(ev, default=str), flush=True)
+            else:
+                line = format_event(ev)
+                if line:
+                    print(line, flush=True)
     report = run.report
     if args.json:
         print(json.dumps({"event": "report", **report.model_dump(mode="json")}))

@@ -136,3 +136,25 @@ def test_no_gpu_gives_a_clear_message_and_the_dry_run(tmp_path, analyses):
     assert errors[0]["kind"] == "no_gpu" and "torch.cuda.is_available() is False" in errors[0]["message"]
     report = events[-1]
     assert report["status"] == "no_gpu" and report["dry_run"]["ok"] is True
+
+
+def test_sigterm_during_a_cli_validation_cancels_the_child_instead_of_orphaning_it(tmp_path):
+    import os
+    import signal
+
+    from tilestudio.core.cli import cancel_on_signals
+
+    v = Validation("composed.py", child_cmd=fake_child(tmp_path, """
+        emit(event="environment", cuda_available=True)
+        time.sleep(60)
+    """))
+    events = []
+    before = signal.getsignal(signal.SIGTERM)
+    with cancel_on_signals(v.cancel):
+        for ev in v.run():
+            events.append(ev)
+            if ev["event"] == "environment":
+                os.kill(os.getpid(), signal.SIGTERM)  # what `kill` or a closing terminal sends
+    assert v._proc.poll() is not None, "the child must be dead"
+    assert v.report.status in ("cancelled", "error")
+    assert signal.getsignal(signal.SIGTERM) is before  # the previous handler is back
