@@ -28,6 +28,16 @@ for part in "$@"; do
              timeout ${MAINS_TIMEOUT:-420} python3 -m tilestudio bench ${BENCH_MODELS:-tests/models/*.py} --no-dry-run --no-validate \
                --jobs 16 --main-jobs ${MAIN_JOBS:-8} --out-dir "$out/composed_all" --json "$out/mains.json" \
                > "$out/mains.txt" 2> "$out/mains.err"; tail -30 "$out/mains.txt" ;;
+    variants) # the per-family tile/approach variant scripts (bench/variants_*.py), one after another
+             for v in bench/variants_*.py; do
+               timeout ${VARIANTS_TIMEOUT:-150} python3 "$v" > "$out/$(basename "$v" .py).txt" 2> "$out/$(basename "$v" .py).err"
+               echo "== $v rc=$?"; tail -${VARIANTS_TAIL:-25} "$out/$(basename "$v" .py).txt"
+             done ;;
+    corpus-all) # the whole corpus: validate + time (vs eager and torch.compile), GPU_JOBS validations in flight
+             TORCHINDUCTOR_COMPILE_THREADS=${INDUCTOR_THREADS:-2} timeout ${BENCH_TIMEOUT:-540} python3 -m tilestudio bench \
+               ${BENCH_MODELS:-tests/models/*.py} --no-dry-run --jobs 16 --gpu-jobs ${GPU_JOBS:-10} --reps ${REPS:-20} \
+               --out-dir "$out/composed" --json "$out/bench.json" --csv "$out/bench.csv" > "$out/bench.txt" 2> "$out/bench.err"
+             tail -${BENCH_TAIL:-125} "$out/bench.txt" | cut -c1-150 ;;
     kernels) timeout 240 python3 bench/kernels.py > "$out/kernels.txt" 2> "$out/kernels.err"; cat "$out/kernels.txt" ;;
     corpus-fused) timeout ${BENCH_TIMEOUT:-420} python3 -m tilestudio bench ${BENCH_MODELS:-tests/models/fused_*.py tests/models/arch_*.py} \
                --no-dry-run --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_fa" --json "$out/bench_fa.json" \
