@@ -16,8 +16,9 @@ Inputs go through `.contiguous()` in the wrapper (a no-op when they already are)
 views work; fp16/bf16/int/bool inputs are read in their own dtype and computed in float32 (bool masks stay
 bool), and results are cast to each output's dtype at the store.
 
-Block size: the smallest power of two covering tiny tensors, otherwise 1024-4096 elements growing with the size
-(fewer, fatter blocks at large sizes; enough blocks to fill the GPU at medium sizes).
+Block size: the smallest power of two covering tiny tensors, otherwise 512-2048 elements growing with the size
+(enough blocks to fill the GPU at medium sizes), and at large sizes a fixed number of bytes of the widest operand
+per block (4096 fp32 / 8192 fp16 elements: fewer, fatter blocks; see indexing.MEMORY_TUNING).
 """
 
 from __future__ import annotations
@@ -28,13 +29,20 @@ import re
 from ..specs import KernelSpec, TensorSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, emit_elementwise
+from .indexing import MEMORY_TUNING
 
 INDEX_LIMIT = 2**31 - 1  # flat offsets are int32
 _COMPUTE_DTYPES = {"float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
 
 
-def block_size(numel: int, operands: int) -> int:
-    """Elements per block: whole tensor when tiny, then 512..4096 as the tensor grows."""
+_ITEMSIZE = {"float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2, "int64": 8, "int8": 1, "uint8": 1,
+             "bool": 1}
+
+
+def block_size(numel: int, operands: int, itemsize: int = 4) -> int:
+    """Elements per block: whole tensor when tiny, then 512..16384 as the tensor grows. At large sizes a block
+    moves MEMORY_TUNING["elementwise_block_bytes"] of its widest operand (4096 fp32 / 8192 fp16 elements), so
+    2-byte dtypes get as many bytes in flight per block as fp32."""
     if numel <= 512:
         return pow2_at_least(numel, 32)
     if numel <= 1 << 16:
@@ -44,10 +52,18 @@ def block_size(numel: int, operands: int) -> int:
     elif numel <= 1 << 23:
         block = 2048
     else:
-        block = 4096
+        target = int(MEMORY_TUNING["elementwise_block_bytes"]) // max(1, min(itemsize, 4))
+        block = max(1024, min(16384, _pow2_floor(target)))
     if operands > 6:  # many live tiles per block: keep register pressure in check
         block = min(block, 2048)
     return block
+
+
+def _pow2_floor(n: int) -> int:
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
 
 
 def _ident(text: str) -> str:
@@ -163,7 +179,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     ins = [Operand(t, iter_shape) for t in tensors]
     outs = [Operand(t, iter_shape) for t in spec.outputs]
     cshape = collapse(iter_shape, ins + outs)
-    block = block_size(numel, len(ins) + len(outs))
+    itemsize = max(_ITEMSIZE.get(t.dtype, 4) for t in tensors + spec.outputs)
+    block = block_size(numel, len(ins) + len(outs), itemsize)
     grid = -(-numel // block)
 
     # ---- kernel body ----

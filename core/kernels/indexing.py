@@ -16,6 +16,28 @@ from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import KernelSource, Unsupported
 
 
+# Tuning choices of the memory-bound generators (elementwise, pool so far), kept in one table so that
+# bench/variants_memory.py can time the alternatives on a GPU and the defaults can be switched here. Each value is
+# read when a kernel is generated; every choice is deterministic per shape.
+MEMORY_TUNING: dict[str, Any] = {
+    # elementwise: bytes of the widest operand moved per block at large sizes (block = this // itemsize, a power
+    # of two, 1024..16384 elements): 16 KB keeps fp32 at 4096 elements and gives 2-byte dtypes 8192.
+    "elementwise_block_bytes": 16384,
+    # pool, aligned windows (kernel == stride, e.g. max_pool2d(2)): "split" views the input as
+    # (rows * O0, K0, O1, K1, ...) on the host (rows, O0 separate when In0 > O0 * K0) and loads
+    # (BM, K0, BO1, K1, ..) tiles directly (no in-kernel reshape, no partial-tile lanes along O0);
+    # "reshape" loads a (BR, BO0*K0, ...) tile and reshapes it in the kernel.
+    "pool_aligned_mode": "split",
+    "pool_aligned_elems": 8192,   # input elements per block
+    # pool, general windows (max_pool2d(3, 2, 1), ...): gathered outputs per block and output positions per row
+    "pool_window_outputs": 2048,
+    "pool_window_cols": 256,
+    # pool, global (adaptive_avg_pool2d(1), ...): positions per load (a power of two, at most) and elements per tile
+    "pool_global_cols": 512,
+    "pool_global_elems": 4096,
+}
+
+
 def prod(xs: Sequence[int]) -> int:
     return int(math.prod(xs)) if xs else 1
 

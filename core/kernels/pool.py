@@ -10,8 +10,10 @@ strategies, chosen per spec:
   the padded input first (count_include_pad) or to the input (exclude pad), divisor_override wins; adaptive windows
   are [floor(o*In/Out), ceil((o+1)*In/Out)); max keeps the first maximum (NaN propagates) and its flat spatial
   index. ceil_mode only changes the output size, which the spec carries.
-- aligned (kernel == stride, power-of-two kernel, no padding/dilation/indices: the common max_pool2d(2)): each
-  block loads a contiguous input tile with `ct.load`, reshapes it so every window is its own axis and reduces.
+- aligned (kernel == stride, power-of-two kernel, no padding/dilation/indices: the common max_pool2d(2)): the
+  wrapper views the input as (rows * O0, K0, O1, K1, ...) so every window offset is its own axis; each block loads a
+  (BM, K0, BO1, K1, ...) tile with `ct.load` and reduces the K axes (ceil_mode tails: load + in-kernel reshape).
+  Tile sizes and the layout come from indexing.MEMORY_TUNING.
 - global (every output spatial size 1 and a window covering the whole input): a row reduction over (BR, BS) tiles of
   the (rows, positions) view, coalesced `ct.load`s, float32 accumulation.
 """
@@ -21,8 +23,8 @@ from __future__ import annotations
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args
-from .indexing import (SideLoader, alloc_outputs, array_param, decode, elementwise, guarded, input_args, input_for,
-                       module, out_param, output_vars, prod, register_tuple_items, ret_outputs, tup, tuple_items,
+from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, decode, elementwise, guarded,
+                       input_args, input_for, module, out_param, output_vars, prod, register_tuple_items, ret_outputs, tup, tuple_items,
                        wrapper_head)
 
 I = "    "
@@ -157,13 +159,11 @@ def _pow2_floor(n: int) -> int:
     return p
 
 
-def _aligned(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecord]) -> KernelSource:
-    """Non-overlapping windows (kernel == stride, no padding/dilation, power-of-two kernel): each block loads a
-    contiguous (BR, BO0*K0, ...) input tile with `ct.load`, reshapes it to (BR, BO0, K0, ...) and reduces the K axes
-    — coalesced, vectorised loads instead of per-element gathers."""
-    nd, kid = pool.nd, spec.id
-    R, K, O, In = pool.rows, pool.k, pool.outsp, pool.insp
-    rem = 8192  # input elements per block
+def _aligned_tiles(K: list[int], O: list[int], R: int, budget: int) -> tuple[int, list[int]]:
+    """(BR, BO): output tile of an aligned pool, ~`budget` input elements per block, the innermost output dim
+    first (up to 256 input elements wide, for coalesced rows), then outer dims, then rows."""
+    nd = len(K)
+    rem = budget
     BO = [1] * nd
     for i in reversed(range(nd)):
         cap = max(1, rem // K[i])
@@ -171,10 +171,26 @@ def _aligned(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpReco
             cap = min(cap, max(1, 256 // K[i]))
         BO[i] = pow2_at_least(O[i], 1, _pow2_floor(cap))
         rem = max(1, rem // (BO[i] * K[i]))
-    BR = pow2_at_least(R, 1, _pow2_floor(rem))
+    return pow2_at_least(R, 1, _pow2_floor(rem)), BO
+
+
+def _aligned(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecord]) -> KernelSource:
+    """Non-overlapping windows (kernel == stride, no padding/dilation, power-of-two kernel): coalesced `ct.load`s
+    of whole windows instead of per-element gathers. Two layouts (MEMORY_TUNING["pool_aligned_mode"]):
+    - "split": the wrapper views the input as (rows, O0, K0, O1, K1, ...) (a free view: each spatial dim split
+      into output position x window offset) and each block loads a (BR, BO0, K0, BO1, K1, ...) tile and reduces
+      the K axes — no data movement inside the kernel;
+    - "reshape": each block loads a (BR, BO0*K0, ...) tile of the (rows, In...) input and reshapes it.
+    A ceil_mode tail (the last window clipped by the input) cannot be viewed that way and uses "reshape"."""
+    nd, kid = pool.nd, spec.id
+    R, K, O, In = pool.rows, pool.k, pool.outsp, pool.insp
+    BR, BO = _aligned_tiles(K, O, R, int(MEMORY_TUNING["pool_aligned_elems"]))
     nb = [-(-o // b) for o, b in zip(O, BO)]
     nbp = prod(nb)
     is_max = pool.kind == "max"
+    split_mode = MEMORY_TUNING["pool_aligned_mode"] == "split" and all(o * k <= i for o, k, i in zip(O, K, In))
+    if split_mode and In[0] == O[0] * K[0]:
+        return _aligned_merged(spec, rec, pool, epilogue)
     x = array_param(pool.x)
     params = ", ".join(input_args(spec) + [out_param(o) for o in spec.outputs])
     consts = ", ".join(["BR: ct.Constant[int]"] + [f"BO{i}: ct.Constant[int]" for i in range(nd)])
@@ -187,14 +203,19 @@ def _aligned(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpReco
             lines.append(f"{I}pid_{i} = 0")
         else:
             lines.append(f"{I}pid_{i} = {expr} % {nb[i]}" if i > 0 else f"{I}pid_{i} = {expr}")
-    in_tile = tup(["BR"] + [f"BO{i} * {K[i]}" for i in range(nd)])
     split = tup(["BR"] + [x for i in range(nd) for x in (f"BO{i}", str(K[i]))])
     out_tile = tup(["BR"] + [f"BO{i}" for i in range(nd)])
     axes = tup([2 + 2 * i for i in range(nd)])
     index = tup(["pid_r"] + [f"pid_{i}" for i in range(nd)])
     pad = "ct.PaddingMode.NEG_INF" if is_max else "ct.PaddingMode.ZERO"
-    lines.append(f"{I}t = ct.reshape(ct.load({x}, index={index}, shape={in_tile}, padding_mode={pad})"
-                 f".astype(ct.float32), {split})")
+    if split_mode:
+        split_index = tup(["pid_r"] + [x for i in range(nd) for x in (f"pid_{i}", "0")])
+        lines.append(f"{I}t = ct.load({x}, index={split_index}, shape={split}, padding_mode={pad})"
+                     f".astype(ct.float32)")
+    else:
+        in_tile = tup(["BR"] + [f"BO{i} * {K[i]}" for i in range(nd)])
+        lines.append(f"{I}t = ct.reshape(ct.load({x}, index={index}, shape={in_tile}, padding_mode={pad})"
+                     f".astype(ct.float32), {split})")
     # coordinates of the outputs: rows (BR, 1, ...), spatial (1, .., BOi, .., 1)
     lines.append(f"{I}rr = ct.reshape(pid_r * BR + ct.arange(BR, dtype=ct.int32), {tup(['BR'] + ['1'] * nd)})")
     osp = []
@@ -234,6 +255,10 @@ def _aligned(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpReco
     w: list[str] = []
     device = wrapper_head(spec, w)
     w.append(f"{I}{x} = {x}.reshape({', '.join(map(str, [R] + In))})")
+    if split_mode:
+        if any(o * k < i for o, k, i in zip(O, K, In)):  # floor mode: the last input rows/cols are never read
+            w.append(f"{I}{x} = {x}[:, {', '.join(f':{o * k}' for o, k in zip(O, K))}]")
+        w.append(f"{I}{x} = {x}.view({', '.join(map(str, [R] + [v for o, k in zip(O, K) for v in (o, k)]))})")
     alloc_outputs(spec, device, w)
     _check_output_shapes(spec, pool)
     outs = [f"{o.name}.view({', '.join(map(str, [R] + O))})" for o in spec.outputs]
@@ -241,7 +266,84 @@ def _aligned(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpReco
              f"({', '.join(input_args(spec) + outs + [str(BR)] + [str(b) for b in BO])}))")
     w.append(ret_outputs(spec))
     return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
-                  [f"{rec.op}: non-overlapping {K} windows, tile {BR} rows x {BO} outputs from contiguous loads"])
+                  [f"{rec.op}: non-overlapping {K} windows, tile {BR} rows x {BO} outputs from "
+                   f"{'split-view' if split_mode else 'reshaped'} tile loads"])
+
+
+def _aligned_merged(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecord]) -> KernelSource:
+    """The "split" layout with the rows merged into the first output dim: the input is viewed as
+    (rows * O0, K0, O1, K1, ...) and the output as (rows * O0, O1, ...), so the tile's row axis runs over
+    (row, output row) pairs and no lanes are lost to a partial O0 tile (56 output rows are not a power of two).
+    Needs In0 == O0 * K0 (the view then costs nothing)."""
+    nd, kid = pool.nd, spec.id
+    R, K, O, In = pool.rows, pool.k, pool.outsp, pool.insp
+    M = R * O[0]
+    budget = int(MEMORY_TUNING["pool_aligned_elems"])
+    BM, BO = _aligned_tiles(K[1:], O[1:], M, max(1, budget // K[0]))
+    nb = [-(-o // b) for o, b in zip(O[1:], BO)]
+    nbp = prod(nb)
+    is_max = pool.kind == "max"
+    x = array_param(pool.x)
+    params = ", ".join(input_args(spec) + [out_param(o) for o in spec.outputs])
+    consts = ", ".join(["BM: ct.Constant[int]"] + [f"BO{i + 1}: ct.Constant[int]" for i in range(nd - 1)])
+    lines = ["@ct.kernel", f"def {kid}_kernel({params}, {consts}):",
+             f"{I}bid = ct.bid(0)", f"{I}pid_m = bid // {nbp}" if nbp > 1 else f"{I}pid_m = bid"]
+    if nbp > 1:
+        lines.append(f"{I}q = bid % {nbp}")
+    for j in range(nd - 1):
+        inner = prod(nb[j + 1:])
+        expr = "q" if inner == 1 else f"(q // {inner})"
+        if nb[j] == 1:
+            lines.append(f"{I}pid_{j + 1} = 0")
+        else:
+            lines.append(f"{I}pid_{j + 1} = {expr} % {nb[j]}" if j > 0 else f"{I}pid_{j + 1} = {expr}")
+    tile = tup(["BM", str(K[0])] + [v for i in range(1, nd) for v in (f"BO{i}", str(K[i]))])
+    index = tup(["pid_m", "0"] + [v for i in range(1, nd) for v in (f"pid_{i}", "0")])
+    out_tile = tup(["BM"] + [f"BO{i}" for i in range(1, nd)])
+    out_index = tup(["pid_m"] + [f"pid_{i}" for i in range(1, nd)])
+    axes = tup([1 + 2 * i for i in range(nd)])
+    pad = "ct.PaddingMode.NEG_INF" if is_max else "ct.PaddingMode.ZERO"
+    lines.append(f"{I}t = ct.load({x}, index={index}, shape={tile}, padding_mode={pad}).astype(ct.float32)")
+    if is_max:
+        lines.append(f"{I}acc = ct.max(t, axis={axes}, propagate_nan=True)")
+    else:
+        lines.append(f"{I}acc = ct.sum(t, axis={axes}) / {float(pool.divisor or prod(K))!r}")
+    env: dict[str, str] = {rec.node: "acc"}
+    if epilogue:
+        lines.append(f"{I}mm = ct.reshape(pid_m * BM + ct.arange(BM, dtype=ct.int32), {tup(['BM'] + ['1'] * (nd - 1))})")
+        lines.append(f"{I}rr = mm // {O[0]}")
+        osp = ["o0"]
+        lines.append(f"{I}o0 = mm % {O[0]}")
+        for i in range(1, nd):
+            shape = ["1"] * nd
+            shape[i] = f"BO{i}"
+            lines.append(f"{I}o{i} = ct.reshape(pid_{i} * BO{i} + ct.arange(BO{i}, dtype=ct.int32), {tup(shape)})")
+            osp.append(f"o{i}")
+        lead = decode("rr", pool.lead, lines, I, "l")
+        row = osp[-2] if nd >= 2 else (lead[-1] if lead else "0")
+        for key, c in ((ROW_INDEX, row), (COL_INDEX, osp[-1])):
+            env[key] = f"ct.zeros({out_tile}, dtype=ct.int32)" if c == "0" else f"ct.broadcast_to({c}, {out_tile})"
+        sides = SideLoader(spec, lead + osp, pool.out_shape, out_tile, lines, I)
+        env = elementwise(epilogue, env, sides, lines, I)
+    _store_lines(spec, env, out_tile, out_index, lines)
+    kernel = "\n".join(lines)
+
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    w.append(f"{I}{x} = {x}.reshape({', '.join(map(str, [R] + In))})")
+    if any(o * k < i for o, k, i in zip(O, K, In)):  # floor mode: the last input rows/cols are never read
+        w.append(f"{I}{x} = {x}[:, {', '.join(f':{o * k}' for o, k in zip(O, K))}]")
+    view = [M, K[0]] + [v for o, k in zip(O[1:], K[1:]) for v in (o, k)]
+    w.append(f"{I}{x} = {x}.view({', '.join(map(str, view))})")
+    alloc_outputs(spec, device, w)
+    _check_output_shapes(spec, pool)
+    outs = [f"{o.name}.view({', '.join(map(str, [M] + O[1:]))})" for o in spec.outputs]
+    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({-(-M // BM) * nbp}, 1, 1), {kid}_kernel, "
+             f"({', '.join(input_args(spec) + outs + [str(BM)] + [str(b) for b in BO])}))")
+    w.append(ret_outputs(spec))
+    return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
+                  [f"{rec.op}: non-overlapping {K} windows; input viewed as {view}, tile {BM} x {BO} outputs "
+                   f"from split-view tile loads"])
 
 
 def _split(spec: KernelSpec):
@@ -263,7 +365,7 @@ def _windowed(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRec
     nd, kid = pool.nd, spec.id
     R, P = pool.rows, pool.positions
     # Tiles: up to 256 output positions, ~2048 outputs per block (the window loop keeps them in registers).
-    BR, BP = _tiles(R, P, 256, 2048)
+    BR, BP = _tiles(R, P, int(MEMORY_TUNING["pool_window_cols"]), int(MEMORY_TUNING["pool_window_outputs"]))
     npb = -(-P // BP)
     x = array_param(pool.x)
     lines = [f"@ct.kernel",
@@ -396,8 +498,8 @@ def _check_output_shapes(spec: KernelSpec, pool: _Pool) -> None:
 def _global(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecord]) -> KernelSource:
     kid = spec.id
     R, S = pool.rows, prod(pool.insp)
-    BS = pow2_at_least(S, 16, 512)
-    BR = pow2_at_least(R, 1, max(1, 4096 // BS))
+    BS = pow2_at_least(S, 16, int(MEMORY_TUNING["pool_global_cols"]))
+    BR = pow2_at_least(R, 1, max(1, int(MEMORY_TUNING["pool_global_elems"]) // BS))
     # keep at least ~2 blocks per SM where the rows allow it
     while BR > 1 and -(-R // BR) < 264:
         BR //= 2

@@ -121,6 +121,8 @@ def test_block_sizes_and_collapse():
     assert block_size(3_000_000, 3) == 2048
     assert block_size(1 << 26, 3) == 4096
     assert block_size(1 << 26, 9) == 2048
+    assert block_size(1 << 26, 2, itemsize=2) == 8192  # 2-byte dtypes: the same 16 KB per block as fp32
+    assert block_size(1 << 26, 2, itemsize=8) == 4096
     shape = [8, 64, 56, 56]
     out = Operand(_spec_t("o", shape), shape)
     chan = Operand(_spec_t("c", [64, 1, 1]), shape)

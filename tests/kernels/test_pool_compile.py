@@ -104,3 +104,34 @@ def test_pool_strided_inputs(name):
     spec = snippet_spec(*CASES[name], FAMILY)
     result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True))
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("mode", ["split", "reshape"])
+@pytest.mark.parametrize("name", ["aligned_max2d_large", "aligned_avg1d_k4", "aligned_max3d_gelu",
+                                  "max2d_relu_scale_bias", "max2d_unbatched", "aligned_avg2d_ceil_odd_fp16"])
+def test_aligned_pool_layouts(name, mode, monkeypatch):
+    """Both aligned layouts (MEMORY_TUNING["pool_aligned_mode"]) compile and match, floor-mode remainders and
+    ceil-mode tails (which always reshape) included."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_aligned_mode", mode)
+    spec = snippet_spec(*CASES[name], FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    kernel = source.code.split("def launch_")[0]
+    assert ("ct.reshape(ct.load(" in kernel) == (mode == "reshape" or "ceil" in name)
+    result = emulated_check(spec, source, make_input=make_inputs())
+    assert result.ok, result.message
+    strided = emulated_check(spec, source, make_input=make_inputs(strided=True))
+    assert strided.ok, strided.message
+
+
+@pytest.mark.parametrize("cols,elems", [(256, 2048), (1024, 8192), (128, 4096)])
+def test_global_pool_tile_table(cols, elems, monkeypatch):
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_global_cols", cols)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_global_elems", elems)
+    for name in ("adaptive_avg2d_global_fp16_relu", "adaptive_max2d_global"):
+        spec = snippet_spec(*CASES[name], FAMILY)
+        result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs())
+        assert result.ok, result.message

@@ -1,0 +1,149 @@
+"""Memory-bound kernel variants (GPU): for the slow cases of bench/kernels.py, time each alternative tile size /
+layout of core/kernels/indexing.MEMORY_TUNING against PyTorch eager and a device copy of the same bytes.
+
+    python bench/variants_memory.py [--only pool] [--reps 20]
+
+Per variant: the generator runs with the overrides applied to MEMORY_TUNING, the kernel is checked against the
+float64 reference (checking.check_launch), then timed with CUDA events (warm-up, median of --reps, three fresh
+random input sets rotated between reps). "of copy" = copy time of the same bytes / kernel time; "vs eager" =
+eager time / kernel time. The row marked * is the current default; to switch a default, edit MEMORY_TUNING.
+Prints progress on stderr and a compact table last. Budget: ~20 variants, well under 120 s on an H200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernels import CASES, _index_inputs, median_ms, spec_for  # noqa: E402 - bench/kernels.py helpers
+
+# case label (as in bench/kernels.py) → list of (variant name, MEMORY_TUNING overrides)
+VARIANTS = {
+    "gelu bf16 64M": [
+        ("block 4096 (old)", {"elementwise_block_bytes": 8192}),
+        ("block 8192", {"elementwise_block_bytes": 16384}),
+        ("block 16384", {"elementwise_block_bytes": 32768}),
+    ],
+    "sigmoid(2x+1)*y fp32 64M": [
+        ("block 4096", {"elementwise_block_bytes": 16384}),
+        ("block 8192", {"elementwise_block_bytes": 32768}),
+    ],
+    "bias+relu bcast fp16": [
+        ("block 4096 (old)", {"elementwise_block_bytes": 8192}),
+        ("block 8192", {"elementwise_block_bytes": 16384}),
+    ],
+    "max_pool2d 2x2 64x128x112x112 bf16": [
+        ("reshape 8192 (old)", {"pool_aligned_mode": "reshape", "pool_aligned_elems": 8192}),
+        ("split 4096", {"pool_aligned_mode": "split", "pool_aligned_elems": 4096}),
+        ("split 8192", {"pool_aligned_mode": "split", "pool_aligned_elems": 8192}),
+        ("split 16384", {"pool_aligned_mode": "split", "pool_aligned_elems": 16384}),
+    ],
+    "max_pool2d 3x3/2 64x128x112x112 fp16": [
+        ("gather 1024 outs", {"pool_window_outputs": 1024}),
+        ("gather 2048 outs", {"pool_window_outputs": 2048}),
+        ("gather 4096 outs", {"pool_window_outputs": 4096}),
+        ("gather 2048, 128 cols", {"pool_window_outputs": 2048, "pool_window_cols": 128}),
+    ],
+    "adaptive_avg_pool2d(1) 128x512x28x28 fp32": [
+        ("256 cols x 4096", {"pool_global_cols": 256, "pool_global_elems": 4096}),
+        ("512 cols x 4096", {"pool_global_cols": 512, "pool_global_elems": 4096}),
+        ("1024 cols x 8192", {"pool_global_cols": 1024, "pool_global_elems": 8192}),
+        ("512 cols x 8192", {"pool_global_cols": 512, "pool_global_elems": 8192}),
+        ("256 cols x 2048", {"pool_global_cols": 256, "pool_global_elems": 2048}),
+    ],
+}
+
+
+def copy_ms(nbytes: int) -> float:
+    """A device copy moving the same bytes (half read, half written)."""
+    n = max(1, nbytes // 2)
+    src = torch.randint(1, 255, (n,), dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return median_ms(lambda a: dst.copy_(a), [(src,)])
+
+
+def run_variant(spec, overrides: dict, reps: int):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import load_source
+    from tilestudio.core.kernels.checking import check_launch, launch_args, make_inputs
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    saved = dict(MEMORY_TUNING)
+    MEMORY_TUNING.update(overrides)
+    try:
+        src = generate_kernel(spec)
+    finally:
+        MEMORY_TUNING.clear()
+        MEMORY_TUNING.update(saved)
+    if src.skeleton:
+        return "skeleton", math.nan, 0
+    ns = load_source(src)
+    check = check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=3)
+    sets = [launch_args(spec, ns, src.prepare_name, make_inputs(spec, "cuda", s, _index_inputs(spec)))
+            for s in range(3)]
+    ms = median_ms(ns[src.launch_name], sets, reps=reps)
+    out = ns[src.launch_name](*sets[0])
+    outs = out if isinstance(out, tuple) else (out,)
+    nbytes = sum(t.numel() * t.element_size() for t in sets[0] if isinstance(t, torch.Tensor))
+    nbytes += sum(o.numel() * o.element_size() for o in outs)
+    return ("ok" if check.ok else f"WRONG {check.message[:40]}"), ms, nbytes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default=None, help="substring of the case labels to run")
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("bench/variants_memory.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    t0 = time.time()
+    by_label = {c[1]: c for c in CASES}
+    rows = [["case", "variant", "check", "ms", "of copy", "vs eager"]]
+    for label, variants in VARIANTS.items():
+        if args.only and args.only not in label:
+            continue
+        case = by_label[label]
+        try:
+            spec = spec_for(case[2], case[3])
+            ref_ns = {"torch": torch, "math": math}
+            exec(spec.reference, ref_ns)  # noqa: S102 - the spec's own reference
+            from tilestudio.core.kernels.checking import make_inputs
+            ref_sets = [make_inputs(spec, "cuda", s, _index_inputs(spec)) for s in range(3)]
+            eager = median_ms(ref_ns[spec.reference_name], ref_sets, reps=args.reps)
+            del ref_sets
+        except Exception as exc:  # noqa: BLE001 - one case never stops the table
+            rows.append([label, "-", f"ERROR {type(exc).__name__}: {str(exc)[:60]}", "", "", ""])
+            continue
+        ceiling = None
+        for name, overrides in variants:
+            default = all(MEMORY_TUNING.get(k) == v for k, v in overrides.items())
+            try:
+                status, ms, nbytes = run_variant(spec, overrides, args.reps)
+                if ceiling is None and nbytes:
+                    ceiling = copy_ms(nbytes)
+                frac = f"{ceiling / ms:.2f}" if ceiling and ms == ms else ""
+                rows.append([label, name + (" *" if default else ""), status, f"{ms:.3f}", frac,
+                             f"{eager / ms:.2f}x"])
+            except Exception as exc:  # noqa: BLE001
+                rows.append([label, name, f"ERROR {type(exc).__name__}: {str(exc)[:60]}", "", "", ""])
+            print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+        rows.append([label, "eager", "", f"{eager:.3f}", f"{ceiling / eager:.2f}" if ceiling else "", "1.00x"])
+        torch.cuda.empty_cache()
+    print(f"# {torch.cuda.get_device_name()}, {time.time() - t0:.0f} s; * = current MEMORY_TUNING default")
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
