@@ -136,6 +136,10 @@ class _RowNorm:
         if layout.nch > 1 and layout.blocks() < NUM_SM:
             self.segments = min(pow2_floor(max(1, (2 * NUM_SM) // layout.blocks())), pow2_floor(layout.nch), 64)
         self.cps = cdiv(layout.nch, self.segments)
+        if self.segments == 1:
+            layout.persist(self.gen.kernel, passes=2 if layout.nch > 1 else 1)
+        else:
+            layout.hints, layout.long_loops = True, True
 
     # per-element affine parameters for the current chunk (None when absent)
     def param_tile(self, kern: Kernel, t: TensorSpec | None, chunk: str) -> str | None:
@@ -257,7 +261,8 @@ class _RowNorm:
                 "instance": "instance_norm"}[self.kind]
         doc = (f"{', '.join(self.spec.operations)}: {what} of {self.shape} as rows {L.view_shape}, tile {L.tile}"
                + (", one pass" if L.nch == 1 else f", statistics then normalize over {L.nch} chunks")
-               + (f" in {self.segments} segments per row" if self.segments > 1 else ""))
+               + (f" in {self.segments} segments per row" if self.segments > 1 else "")
+               + (f", persistent grid of {L.grid()[0]} blocks" if L.persistent else ""))
         return self.gen.finish(doc, grid=grid, before=before, extra_lines=extra)
 
     def finish_tile(self, kern: Kernel, env, ctx, chunk: str) -> None:
@@ -354,6 +359,7 @@ class _ChannelAffine:
         reduced = list(range(2, len(shape))) if self.per_row else list(range(1, len(shape)))
         L = make_layout(shape, reduced)  # trailing dims: always the row layout
         choose_tiles(L, 4096, max_br=_column_block(L.R), min_tile=256)
+        L.hints = True
         self.L = L
         self.gen = SameShapeGen(spec, parts, L)
         self.k = self.gen.kernel.body

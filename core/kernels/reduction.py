@@ -16,7 +16,8 @@ import math
 
 from ..specs import KernelSpec, TensorSpec
 from .base import KernelSource, Unsupported
-from .rowwise import (FLOAT_DTYPES, NUM_SM, Code, Kernel, Parts, TileCtx, as_float, cdiv, choose_tiles, decode,
+from .rowwise import (FLOAT_DTYPES, NUM_SM, TUNING, Code, Kernel, Parts, TileCtx, as_float, cdiv, choose_tiles,
+                      decode,
                       emit_ops, flit, input_ctx, make_layout, norm_dims, out_dim_map, pow2_at_least, pow2_floor,
                       prod, split_spec, store_line, wrapper_source)
 
@@ -404,12 +405,16 @@ def generate(spec: KernelSpec) -> KernelSource:
     plan = OutputPlan(parts, red, out_shape)
 
     layout = make_layout(shape, dims)
-    choose_tiles(layout, 4096, max_br=4096)
+    choose_tiles(layout, TUNING["red_tile_elems"], max_br=4096)
     if layout.kind == "row" and layout.BO == 1 and layout.blocks() < NUM_SM and layout.R > 8192:
         layout.BR = max(1024, min(layout.BR, pow2_floor(layout.R // 64)))  # enough chunks to split
     split = 1
     if layout.blocks() < NUM_SM and layout.nch >= 4:
         split = min(pow2_floor(max(1, (2 * NUM_SM) // layout.blocks())), pow2_floor(layout.nch // 2), 256)
+    if split <= 1:
+        layout.persist()  # the kernel's occupancy option is set in _Gen.source
+    else:
+        layout.hints, layout.long_loops = True, True
     gen = _Gen(spec, parts, red, layout, dims, keepdim, out_shape, plan, in_dtype, max(split, 1))
     return gen.source()
 
@@ -474,7 +479,7 @@ class _Gen:
             env = emit_ops(self.parts.prologue, {}, lambda v: ctx.load(v, k), k)
             t = as_float(env[self.parts.main], k)
             for name, out in full_views:
-                k(store_line(name, L.tile_index(chunk), env[out.graph_value], out.dtype, L.tile))
+                k(store_line(name, L.tile_index(chunk), env[out.graph_value], out.dtype, L.tile, L.store_hint))
         else:
             t = ctx.load(self.parts.main, k, self.red.acc)
         if not L.needs_mask():
@@ -532,6 +537,8 @@ class _Gen:
         spec, L, red = self.spec, self.L, self.red
         kid = spec.id
         main = Kernel(f"{kid}_kernel")
+        if L.persistent and TUNING["occupancy"] > 1:
+            main.options["occupancy"] = int(TUNING["occupancy"])
         full_views = self.full_out_views(main)
         states = self.emit_input_pass(main, full_views)
         k = main.body
@@ -541,7 +548,8 @@ class _Gen:
                                 f"device={self.device}.device)")
         kernels = [main]
         doc = f"{', '.join(spec.operations)}: {red.__class__.__name__} over dims {self.dims} of {L.shape} " \
-              f"as {L.kind} {L.view_shape}, tile {L.tile}"
+              f"as {L.kind} {L.view_shape}, tile {L.tile}" + \
+              (f", persistent grid of {L.grid()[0]} blocks" if L.persistent else "")
         if self.split == 1:
             res = assign(k, "res", red.finalize(k, states, L.R))
             ctx = self.out_ctx(main, L.red_tile, 2 if L.kind == "row" else 3, L.output_groups(),

@@ -25,6 +25,54 @@ from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import TORCH_TO_CT, Unsupported, pow2_at_least
 
 NUM_SM = 132  # H200; only used to pick how many blocks a grid should have at least
+
+# Every performance choice of the row-wise generators (softmax, norm, reduction) lives in this one table, so a
+# benchmark (bench/variants_rowwise.py) can switch defaults with `tuned(...)` and compare. Tile sizes follow from
+# it deterministically per shape (see choose_tiles / choose_tiles_full_row).
+TUNING = {
+    # row-layout kernels with more row tiles than NUM_SM * occupancy launch that many blocks, each looping over
+    # row tiles with a stride of the grid size: no tail of tiny blocks, and the compiler can prefetch the next
+    # tile's load while the current one is reduced
+    "persistent": True,
+    "occupancy": 2,  # @ct.kernel(occupancy=...) of persistent kernels; their grid is NUM_SM * occupancy
+    "load_latency": 10,  # latency hint (1..10, None: none) on loads of the main input: deeper prefetch
+    "store_tma": False,  # allow_tma on stores of row tiles (None: compiler default); plain stores were faster
+    "row_tile_elems": 8192,  # full-row kernels (softmax, norms): short rows are stacked up to this many elements
+    "red_tile_elems": 4096,  # reductions: elements per tile (lane-wise accumulators double the register need)
+    "max_single": 8192,  # longest row a full-row kernel keeps in registers; longer rows take two passes
+    "chunk": 4096,  # chunk width of the two-pass path
+    "col_min_bi": 64,  # inner-dim (col layout) kernels: window at least this many contiguous elements
+    "col_max_single": 16384,  # col layout: reduced extent x window kept whole up to this many elements
+    # kernels whose tile loop runs more chunk iterations per row tile than this (two-pass softmax/norms over
+    # long rows) stay non-persistent and without the load latency hint: a persistent loop around such chunk
+    # loops took tileiras 10 minutes and a 16 MB cubin (softmax 4096x32768, 2 passes x 8 chunks)
+    "persist_max_chunks": 2,
+}
+
+
+@contextlib.contextmanager
+def tuned(**overrides):
+    """Generate with some TUNING entries changed (benchmarks of alternatives)."""
+    unknown = set(overrides) - set(TUNING)
+    if unknown:
+        raise KeyError(f"unknown tuning keys {sorted(unknown)}")
+    saved = dict(TUNING)
+    TUNING.update(overrides)
+    try:
+        yield TUNING
+    finally:
+        TUNING.clear()
+        TUNING.update(saved)
+
+
+def load_hint() -> str:
+    lat = TUNING["load_latency"]
+    return f", latency={int(lat)}" if lat else ""
+
+
+def store_hint() -> str:
+    tma = TUNING["store_tma"]
+    return "" if tma is None else f", allow_tma={bool(tma)}"
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
 
@@ -218,6 +266,7 @@ class Kernel:
         self.consts: list[Param] = []
         self.body = Code()
         self.prep: list[str] = []  # wrapper lines preparing views for this kernel's tensor params
+        self.options: dict[str, int] = {}  # @ct.kernel(...) hints, e.g. occupancy
 
     def tensor(self, name: str, wrapper: str, prep: str | None = None) -> str:
         if not any(p.name == name for p in self.tensors):
@@ -238,7 +287,9 @@ class Kernel:
 
     def source(self, doc: str) -> str:
         params = [p.name for p in self.tensors + self.scalars] + [f"{p.name}: {p.annotation}" for p in self.consts]
-        head = f"@ct.kernel\ndef {self.name}({', '.join(params)}):\n    \"\"\"{doc}\"\"\"\n"
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        deco = f"@ct.kernel({opts})" if opts else "@ct.kernel"
+        head = f"{deco}\ndef {self.name}({', '.join(params)}):\n    \"\"\"{doc}\"\"\"\n"
         return head + self.body.text() + "\n"
 
     def launch(self, grid: tuple[int, ...]) -> str:
@@ -266,6 +317,34 @@ class Layout:
     BO: int = 1
     BR: int = 1
     BI: int = 1
+    persistent: bool = False  # row layout: a grid of `cap` blocks loops over the row tiles
+    cap: int = 0
+    hints: bool = False  # emit the TUNING load/store hints on main-input loads and row-tile stores
+    long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
+
+    def persist(self, kernel: "Kernel | None" = None, passes: int = 1) -> "Layout":
+        """Make a row-layout kernel persistent (per TUNING) when it has more row tiles than one full grid; turn
+        on load/store hints. Call after the tile sizes are final and before the body is emitted; `passes`: how
+        many times the kernel walks the chunks of a row."""
+        self.hints = True
+        if self.nch * passes > TUNING["persist_max_chunks"]:
+            self.long_loops = True
+            return self
+        occ = int(TUNING["occupancy"])
+        cap = NUM_SM * max(1, occ)
+        if TUNING["persistent"] and self.kind == "row" and self.blocks() > cap:
+            self.persistent, self.cap = True, cap
+            if kernel is not None and occ > 1:
+                kernel.options["occupancy"] = occ
+        return self
+
+    @property
+    def load_hint(self) -> str:
+        return load_hint() if self.hints and not self.long_loops else ""
+
+    @property
+    def store_hint(self) -> str:
+        return store_hint() if self.hints else ""
 
     @property
     def nch(self) -> int:
@@ -291,13 +370,19 @@ class Layout:
     def red_view_shape(self) -> tuple[int, ...]:
         return (self.O, 1) if self.kind == "row" else (self.O, 1, self.I)
 
-    def grid(self) -> tuple[int, ...]:
+    def tiles_grid(self) -> tuple[int, ...]:
         if self.kind == "row":
             return (cdiv(self.O, self.BO),)
         return (cdiv(self.O, self.BO), cdiv(self.I, self.BI))
 
+    def grid(self) -> tuple[int, ...]:
+        if self.persistent:
+            return (min(self.cap, cdiv(self.O, self.BO)),)
+        return self.tiles_grid()
+
     def blocks(self) -> int:
-        return prod(self.grid())
+        """Number of tiles (= blocks of a non-persistent grid)."""
+        return prod(self.tiles_grid())
 
     def tile_index(self, chunk: str) -> str:
         return f"(pid, {chunk})" if self.kind == "row" else f"(pid, {chunk}, pid_i)"
@@ -313,7 +398,13 @@ class Layout:
         return f"{t}.contiguous().reshape{self.view_shape}"
 
     def emit_block_coords(self, code: Code) -> None:
-        code("pid = ct.bid(0)")
+        """Coordinates of the block's tile; a persistent kernel opens its loop over row tiles here (the rest of
+        the body goes inside it)."""
+        if self.persistent:
+            code(f"for pid in range(ct.bid(0), {cdiv(self.O, self.BO)}, ct.num_blocks(0)):")
+            code.level += 1
+        else:
+            code("pid = ct.bid(0)")
         if self.kind == "row":
             scaled = f"pid * {self.BO}" if self.BO > 1 else "pid"
             code(f"rows = {scaled} + ct.arange({self.BO}, dtype=ct.int32)[:, None]")
@@ -415,6 +506,7 @@ class TileCtx:
     # (spec input) -> (wrapper expression, shape) when side inputs must be re-viewed to match a virtual main
     # shape (group norm splits C into (G, C/G))
     side_view: object = None
+    load_hint: str = ""  # ", latency=..." on full-view loads
 
     def load(self, value: str, code: Code, dtype: str = "ct.float32") -> str:
         key = f"{value}:{dtype}"
@@ -437,7 +529,7 @@ class TileCtx:
         if shape == list(self.target) and self.full_view is not None and prod(shape) > 1:
             name = self.kernel.tensor(f"v_{t.name}", f"v_{t.name}", f"v_{t.name} = {self.full_view(src)}")
             code(f"{var} = ct.load({name}, index={self.full_index}, shape={self.shape}, "
-                 f"padding_mode=ct.PaddingMode.ZERO).astype({dtype})")
+                 f"padding_mode=ct.PaddingMode.ZERO{self.load_hint}).astype({dtype})")
         elif prod(shape) == 1:
             name = self.kernel.tensor(f"a_{t.name}", f"{t.name}.reshape(1)")
             code(f"{var} = ct.broadcast_to(ct.reshape(ct.load({name}, index=(0,), shape=(1,)).astype({dtype}), "
@@ -471,7 +563,7 @@ def input_ctx(kernel: Kernel, layout: Layout, parts: Parts) -> TileCtx:
     rank = len(layout.shape)
     return TileCtx(kernel, layout.tile, 2 if layout.kind == "row" else 3, layout.input_groups(), layout.shape,
                    list(layout.shape), {d: d for d in range(rank)}, layout.view_expr, layout.tile_index("c"),
-                   parts.inputs)
+                   parts.inputs, load_hint=layout.load_hint)
 
 
 def out_dim_map(shape: list[int], reduced: list[int], keepdim: bool) -> dict[int, int]:
@@ -484,13 +576,13 @@ def out_dim_map(shape: list[int], reduced: list[int], keepdim: bool) -> dict[int
     return out
 
 
-def store_line(view: str, index: str, var: str, dtype: str, shape: str) -> str:
+def store_line(view: str, index: str, var: str, dtype: str, shape: str, hint: str = "") -> str:
     tile = f"ct.broadcast_to({var}, {shape})"
     if dtype == "bool" and not var.startswith("eb_"):  # float 0/1 results (all/any) → bool
         tile = f"({tile} != 0.0)"
     else:
         tile = f"{tile}.astype({ct_dtype(dtype)})"
-    return f"ct.store({view}, index={index}, tile={tile})"
+    return f"ct.store({view}, index={index}, tile={tile}{hint})"
 
 
 def alloc_line(name: str, t: TensorSpec, device_of: str) -> str:
@@ -518,19 +610,27 @@ def wrapper_source(spec: KernelSpec, body: list[str]) -> str:
     return f"def launch_{spec.id}({params}):\n" + "\n".join("    " + line for line in body) + "\n"
 
 
-def choose_tiles_full_row(layout: Layout, max_single: int = 8192, chunk: int = 4096,
-                          tile_elems: int = 4096) -> Layout:
+def choose_tiles_full_row(layout: Layout, max_single: int | None = None, chunk: int | None = None,
+                          tile_elems: int | None = None) -> Layout:
     """Tiles for kernels that keep a whole row in registers when they can (softmax, norms, scans): the full
-    reduced extent in one tile up to `max_single` elements, else `chunk`-element chunks. (Tiles above 8192
-    elements compile several times slower and to much larger cubins, so rows longer than that take two passes.)"""
+    reduced extent in one tile up to `max_single` elements, else `chunk`-element chunks; short rows are stacked
+    `BO` per tile up to `tile_elems` elements. (Tiles above 8192 elements compile several times slower and to
+    much larger cubins, so rows longer than that take two passes.) Defaults come from TUNING; the col layout
+    (reduced dims in the middle) keeps windows of at least `col_min_bi` contiguous inner elements so each row
+    segment of a load is a full 128-byte line, and keeps (reduced extent x window) whole up to `col_max_single`."""
     L = layout
+    explicit = max_single is not None
+    max_single = TUNING["max_single"] if max_single is None else max_single
+    chunk = TUNING["chunk"] if chunk is None else chunk
+    tile_elems = TUNING["row_tile_elems"] if tile_elems is None else tile_elems
     full = pow2_at_least(L.R)
     if L.kind == "row":
         return choose_tiles(L, max(tile_elems, min(full, max_single)), max_br=full if full <= max_single else chunk)
-    bi_min = min(pow2_at_least(L.I), 32)
-    if full * bi_min <= max_single:
+    col_single = max_single if explicit else max(max_single, TUNING["col_max_single"])
+    bi_min = min(pow2_at_least(L.I), 32 if explicit else max(32, TUNING["col_min_bi"]))
+    if full * bi_min <= col_single:
         L.BR = full
-        L.BI = min(pow2_at_least(L.I), 256, max(1, max(tile_elems, full * bi_min) // full))
+        L.BI = min(pow2_at_least(L.I), 256, max(bi_min, max(tile_elems, full * bi_min) // full))
     else:
         L.BI = bi_min
         L.BR = max(1, chunk // L.BI)
@@ -589,7 +689,7 @@ class SameShapeGen:
             if t.graph_value not in env:
                 raise Unsupported(f"output {t.name} ({t.graph_value}) is not computed by the kernel")
             kernel.tensor(name, f"{t.name}.reshape{L.view_shape}")
-            k(store_line(name, L.tile_index(chunk), env[t.graph_value], t.dtype, L.tile))
+            k(store_line(name, L.tile_index(chunk), env[t.graph_value], t.dtype, L.tile, L.store_hint))
 
     def finish(self, doc: str, grid: tuple[int, ...] | None = None, before: list | None = None,
                extra_lines: list[str] | None = None):

@@ -28,11 +28,13 @@ def generate(spec: KernelSpec) -> KernelSource:
     dims = norm_dims(dim, len(shape)) if shape else []
     layout = choose_tiles_full_row(make_layout(shape, dims))
     gen = SameShapeGen(spec, parts, layout)
+    layout.persist(gen.kernel, passes=2 if layout.nch > 1 else 1)
     g = _Softmax(gen, log, safe)
     g.emit()
     what = "log_softmax" if log else "softmax"
     doc = (f"{', '.join(spec.operations)}: {what} over dim {dims} of {shape} as {layout.kind} {layout.view_shape}, "
-           f"tile {layout.tile}" + (", one pass" if layout.nch == 1 else f", two passes over {layout.nch} chunks"))
+           f"tile {layout.tile}" + (", one pass" if layout.nch == 1 else f", two passes over {layout.nch} chunks")
+           + (f", persistent grid of {layout.grid()[0]} blocks" if layout.persistent else ""))
     return gen.finish(doc)
 
 

@@ -1,0 +1,258 @@
+"""Row-wise kernels (softmax, norms, reductions): time the generator's tuning alternatives side by side (GPU).
+
+    python bench/variants_rowwise.py                    # every case, every variant (< 120 s on an H200)
+    python bench/variants_rowwise.py --cases softmax    # cases whose label contains a word
+    python bench/variants_rowwise.py --variants default,old,nopersist
+    python bench/variants_rowwise.py --aot              # CPU only: generate + AOT-compile every variant (sm_90)
+
+Each variant is a set of overrides of `core/kernels/rowwise.TUNING` (the one table every row-wise generator reads
+its choices from); switch a default there when a variant wins. Cases are bench/kernels.py's cases (same spec
+building, inputs and timing helpers). Per case: a device-to-device copy of the same number of bytes (the
+ceiling), PyTorch eager on the spec's reference, and each variant whose generated code differs from the ones
+already timed (identical code is timed once). CUDA events, warm-up, median of 20 reps, three fresh random
+input sets rotated between reps; every variant is checked against the float64 reference first (a wrong
+variant prints WRONG and is not timed). The compact table comes last: ms and fraction of copy per variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernels as bk  # noqa: E402  bench/kernels.py: cases, spec building, timing
+
+# the shapes measured last session (labels of bench/kernels.py CASES), most important first
+CASE_LABELS = [
+    "softmax rows 8192x8192 fp32",
+    "softmax rows 16384x1000 bf16",
+    "layer_norm 8192x8192 fp32",
+    "add+layer_norm 16384x4096 bf16",
+    "rms_norm 16384x4096 bf16",
+    "sum(-1) 8192x8192 fp32",
+    "softmax dim=1 64x256x32x32 fp16 (inner dim)",
+    "scale+softmax 4096x32768 fp32 (two-pass rows)",
+    "layer_norm 2048x65536 fp32 (two-pass rows)",
+    "group_norm(32)+silu 32x256x56x56 fp16",
+    "mean(2,3) global pool 128x512x28x28 fp16",
+    "batch_norm eval 64x256x56x56 fp16",
+    "mean(1) 4096x4096x4 fp32",
+    "argmax(-1) 8192x8192 bf16",
+    "var(-1) 8192x8192 fp32",
+    "logsumexp(-1) 16384x4096 fp32",
+    "amax(0) 65536x1024 fp16 (column reduce)",
+]
+EXTRA_CASES = [
+    ("softmax", "log_softmax rows 8192x4096 fp16", "def forward(self, x):\n        return torch.log_softmax(x, -1)",
+     "[torch.randn(8192, 4096).half()]", "mem", None),
+]
+
+# name -> TUNING overrides; "old" reproduces last session's generator (non-persistent, no hints, small tiles)
+VARIANTS = {
+    "default": {},
+    "old": {"persistent": False, "load_latency": None, "store_tma": None, "row_tile_elems": 4096,
+            "col_min_bi": 32, "col_max_single": 8192},
+    "nopersist": {"persistent": False},
+    "occ1": {"occupancy": 1},
+    "occ4": {"occupancy": 4},
+    "nohints": {"load_latency": None, "store_tma": None},
+    "tmastore": {"store_tma": None},
+    "lat3": {"load_latency": 3},
+    # full-row kernels (softmax / norms): rows stacked per tile
+    "tile4k": {"row_tile_elems": 4096},
+    "tile16k": {"row_tile_elems": 16384},
+    # long rows: one pass from registers instead of two passes, or wider chunks
+    "single32k": {"max_single": 32768},
+    "chunk8k": {"chunk": 8192},
+    # inner-dim (col layout) windows
+    "col32": {"col_min_bi": 32, "col_max_single": 8192},
+    "col128": {"col_min_bi": 128, "col_max_single": 32768},
+    # reductions: elements per tile
+    "red8k": {"red_tile_elems": 8192},
+    "red16k": {"red_tile_elems": 16384},
+}
+COMMON = ["default", "old", "nopersist", "occ1", "occ4", "nohints", "tmastore", "lat3"]
+
+
+def variants_for(label: str, family: str) -> list[str]:
+    names = list(COMMON)
+    if family in ("softmax", "norm"):
+        names += ["tile4k", "tile16k"]
+    if "two-pass" in label:
+        names += ["chunk8k"] + (["single32k"] if "32768" in label else [])
+    if "inner dim" in label:
+        names += ["col32", "col128"]
+    if family == "reduction":
+        names += ["red8k", "red16k"]
+    return names
+
+
+def generate(spec, overrides):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.rowwise import tuned
+
+    with tuned(**overrides):
+        return generate_kernel(spec)
+
+
+def all_cases():
+    by_label = {c[1]: c for c in bk.CASES + EXTRA_CASES}
+    return [by_label[label] for label in CASE_LABELS + [c[1] for c in EXTRA_CASES]]
+
+
+def copy_ms(nbytes: int) -> float:
+    import torch
+
+    n = max(1, nbytes // 2 // 4)  # read n*4 + write n*4 = nbytes
+    x = torch.randn(n, device="cuda")
+    y = torch.empty_like(x)
+    return bk.median_ms(lambda a: y.copy_(a), [(x,)])
+
+
+class CaseRun:
+    """One case on the GPU: its spec, three input sets, eager and copy times, and the variants timed so far."""
+
+    def __init__(self, case):
+        import torch
+
+        from tilestudio.core.kernels.checking import make_inputs
+
+        self.family, self.label, body, inputs, _, _ = case
+        self.spec = bk.spec_for(body, inputs)
+        self.ins = [make_inputs(self.spec, "cuda", s, bk._index_inputs(self.spec)) for s in range(3)]
+        ref_ns = {"torch": torch, "math": math}
+        exec(self.spec.reference, ref_ns)  # noqa: S102 - the spec's own reference chain
+        ref = ref_ns[self.spec.reference_name]
+        self.eager = bk.median_ms(ref, self.ins, reps=20)
+        res = ref(*self.ins[0])
+        out_bytes = sum(o.numel() * o.element_size() for o in (res if isinstance(res, tuple) else (res,)))
+        in_bytes = sum(t.numel() * t.element_size() for t in self.ins[0] if isinstance(t, torch.Tensor))
+        self.nbytes = in_bytes + out_bytes
+        self.copy = copy_ms(self.nbytes)
+        self.results: dict[str, object] = {}
+        self.seen: dict[str, str] = {}
+
+    def run(self, name: str) -> None:
+        from tilestudio.core.kernels.aot import load_source
+        from tilestudio.core.kernels.checking import check_launch, launch_args
+
+        spec = self.spec
+        try:
+            src = generate(spec, VARIANTS[name])
+            if src.skeleton:
+                self.results[name] = "skeleton"
+                return
+            key = hashlib.sha1(src.code.encode()).hexdigest()
+            if key in self.seen:
+                self.results[name] = f"={self.seen[key]}"
+                return
+            self.seen[key] = name
+            ns = load_source(src)
+            check = check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=7)
+            if not check.ok:
+                self.results[name] = "WRONG"
+                print(f"  {self.label} {name}: WRONG {check.message}", file=sys.stderr, flush=True)
+                return
+            sets = [launch_args(spec, ns, src.prepare_name, x) for x in self.ins]
+            self.results[name] = bk.median_ms(ns[src.launch_name], sets, reps=20)
+        except Exception as exc:  # noqa: BLE001 - one variant never stops the table
+            self.results[name] = "ERROR"
+            print(f"  {self.label} {name}: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr, flush=True)
+        print(f"  {self.label} {name}: {self.results[name]}", file=sys.stderr, flush=True)
+
+
+def aot_all(cases, names_filter) -> int:
+    """CPU: generate and AOT-compile (sm_90) every distinct variant of every case."""
+    from tilestudio.core.kernels.aot import compile_launch, load_source, trace_launches  # noqa: F401
+
+    bad = 0
+    for case in cases:
+        spec = bk.spec_for(case[2], case[3])
+        seen = {}
+        for name in variants_for(case[1], case[0]):
+            if names_filter and name not in names_filter:
+                continue
+            src = generate(spec, VARIANTS[name])
+            key = hashlib.sha1(src.code.encode()).hexdigest()
+            if key in seen:
+                print(f"{case[1]:48s} {name:10s} = {seen[key]}", flush=True)
+                continue
+            seen[key] = name
+            import linecache
+
+            fname = f"<kernel {spec.id}>"
+            linecache.cache[fname] = (len(src.code), None, src.code.splitlines(True), fname)
+            t = time.time()
+            try:
+                sizes = [compile_launch(r, "sm_90")[0] for r in trace_launches(src, spec)]
+                print(f"{case[1]:48s} {name:10s} ok {sizes} {time.time() - t:.1f}s  {src.notes[0][-70:]}",
+                      flush=True)
+            except Exception as exc:  # noqa: BLE001
+                bad += 1
+                print(f"{case[1]:48s} {name:10s} FAIL {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+    return 1 if bad else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default="", help="comma-separated words; a case runs if its label has one")
+    parser.add_argument("--variants", default="", help="comma-separated variant names (default: all that apply)")
+    parser.add_argument("--budget", type=float, default=110.0, help="seconds before remaining variants are skipped")
+    parser.add_argument("--aot", action="store_true", help="CPU: only generate and AOT-compile every variant")
+    args = parser.parse_args()
+    words = [w for w in args.cases.split(",") if w]
+    cases = [c for c in all_cases() if not words or any(w in c[1] for w in words)]
+    names_filter = [n for n in args.variants.split(",") if n]
+    if args.aot:
+        return aot_all(cases, names_filter)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("bench/variants_rowwise.py needs a CUDA GPU (or --aot)", file=sys.stderr)
+        return 2
+    start = time.time()
+    deadline = start + args.budget
+    runs = []
+    for case in cases:
+        try:
+            runs.append(CaseRun(case))
+        except Exception as exc:  # noqa: BLE001
+            print(f"{case[1]}: ERROR {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr, flush=True)
+    # variant-major order: every case gets `default` and `old` first, so a time-limited run stays comparable
+    order = list(dict.fromkeys(n for r in runs for n in variants_for(r.label, r.family)))
+    for name in order:
+        if names_filter and name not in names_filter:
+            continue
+        for r in runs:
+            if name not in variants_for(r.label, r.family):
+                continue
+            if time.time() > deadline:
+                r.results[name] = "skip(time)"
+                continue
+            r.run(name)
+    rows = [(r.label, r.nbytes, r.copy, r.eager, r.results) for r in runs]
+    print(f"\nrow-wise variants on {torch.cuda.get_device_name()} ({time.time() - start:.0f} s); "
+          "per variant: ms (fraction of copy); '=x' same code as x; * best")
+    for label, nbytes, ceil, eager, results in rows:
+        timed = {k: v for k, v in results.items() if isinstance(v, float)}
+        best = min(timed, key=timed.get) if timed else None
+        cells = []
+        for name, v in results.items():
+            if isinstance(v, float):
+                cells.append(f"{name}{'*' if name == best else ''} {v:.3f} ({ceil / v:.2f})")
+            else:
+                cells.append(f"{name} {v}")
+        head = f"{label} [{nbytes / 1e6:.0f} MB] copy {ceil:.3f} eager {eager:.3f} ({ceil / eager:.2f})"
+        if best:
+            head += f" best {best} {eager / timed[best]:.2f}x eager"
+        print(head)
+        print("    " + " | ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
