@@ -212,7 +212,26 @@ def scatter(array, indices, value, mask=None, check_bounds=True, **_):
     array[tuple(s[ok] for s in safe)] = value[ok]
 
 
+class _TF32:
+    """cuTile's tfloat32: stored here as float32 rounded (to nearest, ties to even) to a 10-bit mantissa."""
+
+    def __repr__(self):
+        return "tfloat32"
+
+
+TFLOAT32 = _TF32()
+
+
+def _round_tf32(x: torch.Tensor) -> torch.Tensor:
+    bits = x.to(torch.float32).contiguous().view(torch.int32)
+    lsb = (bits >> 13) & 1
+    rounded = ((bits + 0xFFF + lsb) & ~0x1FFF).view(torch.float32)
+    return torch.where(torch.isfinite(x), rounded, x.to(torch.float32))
+
+
 def astype(x, dtype):
+    if dtype is TFLOAT32:
+        return _round_tf32(_t(x))
     return _t(x).to(dtype)
 
 
@@ -442,7 +461,7 @@ def _build() -> types.SimpleNamespace:
     ns.float32, ns.float16, ns.bfloat16, ns.float64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
     ns.int64, ns.int32, ns.int16, ns.int8, ns.uint8 = torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8
     ns.bool_ = torch.bool
-    ns.tfloat32 = torch.float32
+    ns.tfloat32 = TFLOAT32
     return ns
 
 
@@ -455,7 +474,7 @@ def emulation():
     had = hasattr(torch.Tensor, "astype")
     real_stream = torch.cuda.current_stream
     if not had:
-        torch.Tensor.astype = lambda self, dtype: self.to(dtype)
+        torch.Tensor.astype = astype
     torch.cuda.current_stream = lambda *a, **k: None
     try:
         yield

@@ -27,3 +27,55 @@ def test_recurrence_compiles(case):
     assert recurrent
     for spec in recurrent:
         compile_all(spec, ("sm_90", "sm_100"))
+
+
+# The GPU file's cases, through that file's own code on the CPU emulator (tf32 rounding emulated): the GRU with
+# hidden 128, batch 70 (a second, partly padded BB=64 block) and 33 steps among them.
+from . import test_recurrent_gpu  # noqa: E402
+from .cutile_emulator import check_emulated  # noqa: E402
+
+
+@pytest.mark.parametrize("module,shape,dtype", test_recurrent_gpu.CASES)
+def test_gpu_cases_pass_on_the_emulator(module, shape, dtype, monkeypatch):
+    monkeypatch.setattr(test_recurrent_gpu, "CHECK", check_emulated)
+    test_recurrent_gpu.test_recurrence_matches_reference(module, shape, dtype)
+
+
+def test_gru_hidden128_batch70_compiles_with_split_tf32():
+    """The failing GPU configuration: float32 uses split-TF32 tensor-core mma with per-step weight loads."""
+    dec = decompose_source("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(32, 128, batch_first=True)
+        def forward(self, x):
+            return self.rnn(x)
+    """, "[torch.randn(70, 33, 32)]")
+    (spec,) = [k for k in dec.kernels if k.family == "recurrent"]
+    source = compile_all(spec, ("sm_90",))
+    assert "ct.tfloat32" in source.code and source.code.count("ct.mma(") == 9
+    assert "ct.launch(torch.cuda.current_stream(), (ct.cdiv(70, 64),)" in source.code
+
+
+def test_recurrence_checks_draw_parameters_like_torch_init():
+    """Checks (GPU tests, `tilestudio validate`) draw a recurrence's weights U(±1/sqrt(H)); others stay N(0, 1)."""
+    import torch
+
+    from tilestudio.core.kernels.checking import make_inputs
+
+    dec = decompose_source("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(32, 128, batch_first=True)
+        def forward(self, x):
+            return self.rnn(x)
+    """, "[torch.randn(70, 33, 32)]")
+    rec = next(k for k in dec.kernels if k.family == "recurrent")
+    inputs = dict(zip((t.name for t in rec.inputs), make_inputs(rec, "cpu", seed=0)))
+    params = [inputs[t.name] for t in rec.inputs if t.role == "parameter"]
+    assert params and all(float(p.abs().max()) <= 1 / 128 ** 0.5 for p in params)
+    acts = [inputs[t.name] for t in rec.inputs if t.role == "activation"]
+    assert any(float(a.abs().max()) > 1.0 for a in acts)
+    other = next(k for k in dec.kernels if k.family != "recurrent")
+    assert any(isinstance(x, torch.Tensor) and float(x.abs().max()) > 1.0 for x in make_inputs(other, "cpu", seed=0))
