@@ -73,7 +73,7 @@ CASES = [
 from kernels import median_ms  # noqa: E402  (shared with bench/kernels.py, beside this script)
 
 
-def spec_for(model: str, inputs: str):
+def spec_for(model: str, inputs: str, families: tuple[str, ...] = ("matmul", "conv")):
     from tilestudio.core.analyzer import analyze_graph
     from tilestudio.core.capture_model import capture_file
 
@@ -83,9 +83,9 @@ def spec_for(model: str, inputs: str):
             f.write(HEADER + model + f"\n\ndef get_inputs():\n    return {inputs}\n\n\ndef get_init_inputs():\n"
                     "    return []\n")
         dec = analyze_graph(capture_file(path), "case.py")
-    specs = [k for k in dec.kernels if k.family in ("matmul", "conv")]
+    specs = [k for k in dec.kernels if k.family in families]
     if len(specs) != 1 or len(dec.kernels) != 1:
-        raise RuntimeError(f"expected one matmul/conv kernel, got {[k.operations for k in dec.kernels]}")
+        raise RuntimeError(f"expected one {'/'.join(families)} kernel, got {[k.operations for k in dec.kernels]}")
     return specs[0]
 
 

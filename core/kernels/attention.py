@@ -18,6 +18,7 @@ import math
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args, scalar_value
+from .gemm_common import TILES
 from .indexing import (SideLoader, array_param, elementwise, guarded, input_args, input_for, module, out_param,
                        output_vars, scalar_param, split_anchor)
 
@@ -41,15 +42,16 @@ def _as4d(name: str, shape: list[int]) -> tuple[str, list[int]]:
 
 
 def _tiles(L: int, S: int, DP: int, DVP: int, dtype: str) -> tuple[int, int]:
+    """(BM, BN) from gemm_common.TILES by padded head dim (float32: 64x64, 64x32 past 128), shrunk to L and S."""
     wide = max(DP, DVP)
     if dtype == "float32":
         bm, bn = (64, 64) if wide <= 128 else (64, 32)
     elif wide <= 64:
-        bm, bn = 128, 128
+        bm, bn = TILES["attn_d64"]
     elif wide <= 128:
-        bm, bn = 128, 64
+        bm, bn = TILES["attn_d128"]
     else:
-        bm, bn = 64, 32
+        bm, bn = TILES["attn_d256"]
     return min(bm, pow2_at_least(L, 16)), min(bn, pow2_at_least(S, 16))
 
 
@@ -129,11 +131,13 @@ def generate(spec: KernelSpec) -> KernelSource:
     kid = spec.id
     qa, ka, va = array_param(q), array_param(k), array_param(v)
     outs = [out_param(o) for o in spec.outputs]
-    occupancy = 1 if max(DP, DVP) > 128 else 2
-    lines = [f"@ct.kernel(occupancy={occupancy})",
+    occupancy = 1 if max(DP, DVP) > 128 else TILES["attn_occupancy"]
+    lines = [f"@ct.kernel(occupancy={occupancy})" if occupancy else "@ct.kernel",
              f"def {kid}_kernel({', '.join(input_args(spec) + outs)}, BM: ct.Constant[int], "
              f"BN: ct.Constant[int], DP: ct.Constant[int], DVP: ct.Constant[int]):",
-             f"{I}pid_m = ct.bid(0)",
+             # causal: the longest query tiles (most key tiles) of each (batch, head) are dispatched first, so the
+             # grid's tail is short work (longest-first), while one head's query tiles still run together (K/V in L2)
+             f"{I}pid_m = {nmb - 1} - ct.bid(0)" if causal else f"{I}pid_m = ct.bid(0)",
              f"{I}bh = ct.bid(1)",
              f"{I}b = bh // {H}",
              f"{I}h = bh % {H}"]
@@ -151,11 +155,16 @@ def generate(spec: KernelSpec) -> KernelSource:
         loop = "range(n_kv)"
     else:
         loop = f"range({-(-S // BN)})"
+    # the scale (times log2 e) is applied after the row max, fused into the exponent's argument (one FMA per
+    # score); with a float mask (added in scaled units) the scores are scaled first. Requires scale > 0.
+    late_scale = not (mask is not None and not mask_bool) and scale > 0
+    c = scale * LOG2E
     lines.append(f"{I}for j in {loop}:")
     li = I + I
     lines += [f"{li}kt = ct.reshape(ct.load({ka}, index=(b, {hk}, 0, j), shape=(1, 1, DP, BN), order=(0, 1, 3, 2), "
               f"padding_mode=ct.PaddingMode.ZERO, latency=2), (DP, BN))",
-              f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32)) * {scale * LOG2E!r}"]
+              f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))" + ("" if late_scale else
+                                                                               f" * {scale * LOG2E!r}")]
     if mask is not None:
         bi = "b" if mtile[0] > 1 else "0"
         hi = "h" if mtile[1] > 1 else "0"
@@ -178,13 +187,15 @@ def generate(spec: KernelSpec) -> KernelSource:
         if causal:
             keep.append("(nn <= mm)")
         lines.append(f"{li}{I}s = ct.where({' & '.join(keep)}, s, -math.inf)")
-    lines.append(f"{li}m_new = ct.maximum(m_i, ct.max(s, axis=1, keepdims=True))")
+    row_max = "ct.max(s, axis=1, keepdims=True)" + (f" * {c!r}" if late_scale else "")
+    lines.append(f"{li}m_new = ct.maximum(m_i, {row_max})")
     m_use = "m_new"
     if mask is not None:  # a row can have every key masked so far: keep exp2 away from (-inf) - (-inf)
         lines.append(f"{li}m_use = ct.where(m_new == -math.inf, 0.0, m_new)")
         m_use = "m_use"
-    lines += [f"{li}p = ct.exp2(s - {m_use})",
-              f"{li}alpha = ct.exp2(m_i - {m_use})",
+    arg = f"s * {c!r} - {m_use}" if late_scale else f"s - {m_use}"
+    lines += [f"{li}p = ct.exp2({arg}, flush_to_zero=True)",
+              f"{li}alpha = ct.exp2(m_i - {m_use}, flush_to_zero=True)",
               f"{li}l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)",
               f"{li}vt = ct.reshape(ct.load({va}, index=(b, {hk}, j, 0), shape=(1, 1, BN, DVP), "
               f"padding_mode=ct.PaddingMode.ZERO, latency=4), (BN, DVP))",
@@ -193,7 +204,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     if mask is not None:
         lines.append(f"{I}res = ct.where(l_i == 0.0, 0.0, acc / ct.where(l_i == 0.0, 1.0, l_i))")
     else:
-        lines.append(f"{I}res = acc / l_i")
+        lines.append(f"{I}res = ct.truediv(acc, l_i, flush_to_zero=True, rounding_mode=ct.RoundingMode.APPROX)")
     env = {rec.node: "res"}
     if epilogue:
         lines.append(f"{I}ee = ct.arange(DVP, dtype=ct.int32)[None, :]")

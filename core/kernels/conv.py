@@ -9,9 +9,12 @@ the kernel taps and BK-channel slices of the input. For a fixed tap the input po
 form a box too, so the X tile is one rectangular load at an arbitrary element offset (a tiled view with unit
 traversal steps), never a gather and never an im2col buffer:
 
-- stride: a small copy kernel first rearranges the input into a zero-padded, phase-split buffer
-  XP[n*G + g, ci, phase, q] = x[n, g*Cig + ci, q*stride + r - pad]  (phase = r per dim), so that the positions
-  read by one tap are contiguous; with stride 1 and no padding the input is used in place.
+- layout: a small copy kernel first rearranges the input into a zero-padded, phase-split, channels-last buffer
+  XP[n*G + g, phase, q, ci] = x[n, g*Cig + ci, q*stride + r - pad]  (phase = r per dim; channels padded to 16
+  bytes), so that the positions read by one tap are a box whose offsets are in the outer (spatial) dims while the
+  contiguous channel dim is tiled by BK: the compiler lowers that to TMA box loads (a channels-first box at an
+  unaligned offset of the contiguous dim falls back to per-element loads, ~4x slower end to end). Only a pointwise
+  conv (1x1, unit stride, no padding) reads its channels-first input in place, with tile-aligned loads.
 - padding: the same buffer carries the zeros (so no masks in the hot loop).
 - transposed convolution: outputs are split by phase o = q*stride + r; for phase r only the taps with
   (r + pad - k*dilation) divisible by the stride contribute, each reading the box starting at
@@ -21,6 +24,8 @@ traversal steps), never a gather and never an im2col buffer:
   channels only (the buffer's channel dim is per group, so slices are zero-padded at the group's end).
 - depthwise (groups == C_in == C_out): a direct kernel (no tensor cores; memory-bound), BC channels x a box of
   positions per block, one weight column per tap.
+
+Tile sizes (output channels, output positions, input channels per K step) come from gemm_common.TILES.
 
 Epilogue: conv bias (or the folded batch norm shift) and the fused elementwise ops on the float32 tile; side
 inputs are passed as (N, [G,] C, D, H, W) views and loaded per tile (gathered at the output coordinates in the
@@ -33,9 +38,9 @@ from dataclasses import dataclass
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import KernelSource, Unsupported
-from .gemm_common import (LOW_PRECISION, ZERO, BatchNorm, Signature, cdiv, check_float, elementwise_ops, fresh_name,
-                          is_ref, load_side_lines, parse_batch_norm, pow2_clamp, prod, tensor_input, tup,
-                          value_shapes)
+from .gemm_common import (LOW_PRECISION, TILES, ZERO, BatchNorm, Signature, cdiv, check_float, elementwise_ops,
+                          fresh_name, is_ref, kernel_decorator, load_side_lines, parse_batch_norm, pow2_clamp, prod,
+                          tensor_input, tup, value_shapes)
 
 ANCHORS = {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution",
            "_convolution"}
@@ -82,9 +87,10 @@ def _digits(value: str, sizes: list[int], names: list[str], ind: str, lines: lis
         lines.append(f"{ind}{name} = {e}")
 
 
-def _box(rows: int, cols: int, target: int) -> tuple[int, int]:
+def _box(rows: int, cols: int, target: int, prefer_size: bool = False) -> tuple[int, int]:
     """(BOH, BOW) box of output positions: at most `target` positions, BOW >= 8 (16-byte rows; 16 for 1-D).
-    Among boxes within 10% of the least padding over the whole output, the largest, then the widest."""
+    Among boxes within 10% of the least padding over the whole output, the largest, then the widest;
+    `prefer_size` (GEMM tiles): the largest within 25%, then the least padding, then the widest."""
     cands = []
     bow = 8 if rows > 1 else 16
     while True:
@@ -95,6 +101,9 @@ def _box(rows: int, cols: int, target: int) -> tuple[int, int]:
             break
         bow *= 2
     best = max(c[0] for c in cands)
+    if prefer_size:  # tensor-core tiles: the full-size box unless it wastes far more than the best fit
+        _, boh, bow = max((c for c in cands if c[0] >= 0.75 * best), key=lambda c: (c[1] * c[2], c[0], c[2]))
+        return boh, bow
     _, boh, bow = max((c for c in cands if c[0] >= 0.9 * best), key=lambda c: (c[1] * c[2], c[2]))
     return boh, bow
 
@@ -246,14 +255,14 @@ class _Builder:
         else:
             self.q = list(cv.outsp)
         QD, QH, QW = self.q
-        bp = 128 if self.low else 64
+        scale = 1 if self.low else 2  # float32: half-size tiles (full-precision mma)
         if self.mode == "depthwise":
             self.boh, self.bow = _box(QH, QW, 256)
             self.bc = pow2_clamp(cv.C, 1, max(1, (2048 if self.low else 1024) // (self.boh * self.bow)))
         else:
-            self.boh, self.bow = _box(QH, QW, bp)
-            self.bco = pow2_clamp(cv.Cog, 16, 128 if self.low else 64)
-            self.bk = pow2_clamp(cv.Cig, 16, 64 if self.low else 32)
+            self.boh, self.bow = _box(QH, QW, max(16, TILES["conv_positions"] // scale), prefer_size=True)
+            self.bco = pow2_clamp(cv.Cog, 16, max(16, TILES["conv_bco"] // scale))
+            self.bk = pow2_clamp(cv.Cig, 16, max(16, TILES["conv_bk"] // scale))
             while self._blocks() < NUM_SMS // 2 and self.bco > 32:
                 self.bco //= 2
         self.tiles_h, self.tiles_w = cdiv(QH, self.boh), cdiv(QW, self.bow)
@@ -292,9 +301,16 @@ class _Builder:
         return sp * cdiv(cv.Cog, self.bco) * cv.N * cv.G * phases
 
     def _buffer_plan(self) -> None:
-        """Shape of the padded (phase-split) input buffer, or None when the input is read in place."""
+        """Shape of the padded (phase-split) input buffer, or None when the input is read in place.
+
+        GEMM modes use a channels-last buffer (NG, planes*DQ, HQ, WQ, CIGP): a tap's box of input positions then
+        starts at an arbitrary offset in the outer (spatial) dims only, with the contiguous channel dim tiled by BK,
+        which the compiler turns into TMA box loads (an unaligned offset on the contiguous dim, as a channels-first
+        box needs, falls back to per-element loads). Only a pointwise conv (1x1, unit stride, no padding) reads its
+        channels-first input in place, with tile-aligned loads. Depthwise keeps a channels-first buffer."""
         cv = self.cv
         align = 8 if cv.x.dtype in LOW_PRECISION else 4  # 16-byte rows
+        self.cl = self.mode != "depthwise"
         if cv.transposed:
             # left padding so that every tap's box starts inside; room for whole boxes on the right
             self.big = [s * cdiv((k - 1) * d + 1, s) for s, k, d in zip(cv.s, cv.k, cv.d)]
@@ -305,19 +321,34 @@ class _Builder:
             ext = [lp + max(i, t + m) for lp, i, t, m in zip(self.lpad, cv.insp, tiles, ioff_max)]
             self.buf_stride, self.buf_pad, self.buf_planes = [1, 1, 1], self.lpad, 1
             self.dq = ext[0]
-            self.buf = [cv.N * cv.G, cv.Cig, ext[0], ext[1], cdiv(ext[2], align) * align]
+            self.buf = [cv.N * cv.G, cdiv(cv.Cig, align) * align, ext[0], ext[1], ext[2]]
             return
-        if cv.in_place:
+        if cv.in_place and (self.mode == "depthwise" or cv.k == [1, 1, 1]):
             self.buf = None
+            self.cl = False
             self.dq = cv.insp[0]
             return
         offmax = [((k - 1) * d) // s for k, d, s in zip(cv.k, cv.d, cv.s)]
         ext = [self.q[0] + offmax[0], self.tiles_h * self.boh + offmax[1], self.tiles_w * self.bow + offmax[2]]
+        if self.cl:
+            # H/W past the last input row/column read as zeros anyway (padding mode), so the buffer stops there,
+            # keeping room for every box origin (a box wholly outside the array is undefined behaviour)
+            for i, (tiles, box) in ((1, (self.tiles_h, self.boh)), (2, (self.tiles_w, self.bow))):
+                data = cdiv(cv.insp[i] + cv.p[i], cv.s[i])
+                ext[i] = min(ext[i], max(data, (tiles - 1) * box + offmax[i] + 1))
         self.buf_stride, self.buf_pad, self.buf_planes = list(cv.s), list(cv.p), prod(cv.s)
         self.dq = ext[0]
+        if self.cl:
+            self.buf = [cv.N * cv.G, cdiv(cv.Cig, align) * align, self.buf_planes * ext[0], ext[1], ext[2]]
+            return
         cig = 1 if self.mode == "depthwise" else cv.Cig
         ng = cv.N * cv.C if self.mode == "depthwise" else cv.N * cv.G
         self.buf = [ng, cig, self.buf_planes * ext[0], ext[1], cdiv(ext[2], align) * align]
+
+    def buf_alloc(self) -> list[int]:
+        """The buffer's storage shape: (NG, planes*DQ, HQ, WQ, CIGP) channels-last, else as `self.buf`."""
+        ng, c, planes, hq, wq = self.buf
+        return [ng, planes, hq, wq, c] if self.cl else list(self.buf)
 
     # ---- signature and weights ----------------------------------------------------------------------------
     def signature(self) -> Signature:
@@ -446,8 +477,12 @@ class _Builder:
                 "    pid = ct.bid(0)"]
         tc, th, tw = self.pad_tiles()
         _, _, planes, hq, wq = self.buf
-        _digits("pid", [self.buf[0], cdiv(cig, tc), planes, cdiv(hq, th), cdiv(wq, tw)],
-                ["ng", "cb", "plane", "hb", "wb"], "    ", head)
+        if self.cl:
+            _digits("pid", [self.buf[0], planes, cdiv(hq, th), cdiv(wq, tw), cdiv(self.buf[1], tc)],
+                    ["ng", "plane", "hb", "wb", "cb"], "    ", head)
+        else:
+            _digits("pid", [self.buf[0], cdiv(cig, tc), planes, cdiv(hq, th), cdiv(wq, tw)],
+                    ["ng", "cb", "plane", "hb", "wb"], "    ", head)
         dq = self.dq
         body = []
         B = body.append
@@ -461,18 +496,34 @@ class _Builder:
         n = "ng" if groups == 1 else f"ng // {groups}"
         c0 = "" if groups == 1 else f"(ng % {groups}) * {cig} + "
         B(f"    n = {n}")
-        B(f"    c = ct.reshape({c0}cb * TC + ct.arange(TC, dtype=ct.int32), (TC, 1, 1))")
+        if self.cl and groups > 1 and self.buf[1] > cig:  # channels past the group's end stay zero
+            B("    ci = ct.reshape(cb * TC + ct.arange(TC, dtype=ct.int32), (TC, 1, 1))")
+            B(f"    c = {c0}ci")
+        else:
+            B(f"    c = ct.reshape({c0}cb * TC + ct.arange(TC, dtype=ct.int32), (TC, 1, 1))")
         B(f"    d = {_affine(_affine('dq', sd, r['d']), 1, -pd)}")
         B(f"    h = ct.reshape({_affine(_affine('(hb * TH + ct.arange(TH, dtype=ct.int32))', sh, r['h']), 1, -ph)}, "
           "(1, TH, 1))")
         B(f"    w = ct.reshape({_affine(_affine('(wb * TW + ct.arange(TW, dtype=ct.int32))', sw, r['w']), 1, -pw)}, "
           "(1, 1, TW))")
-        B("    v = ct.gather(X, (n, c, d, h, w))")
-        B("    ct.store(XP, index=(ng, cb, plane, hb, wb), tile=ct.reshape(v, (1, TC, 1, TH, TW)))")
+        if self.cl and groups > 1 and self.buf[1] > cig:
+            B(f"    v = ct.gather(X, (n, c, d, h, w), mask=ci < {cig})")
+        else:
+            B("    v = ct.gather(X, (n, c, d, h, w))")
+        if self.cl:  # gathered channels-first (reads run along w), stored channels-last
+            B("    ct.store(XP, index=(ng, plane, hb, wb, cb), tile=ct.reshape(ct.permute(v, (1, 2, 0)), "
+              "(1, 1, TH, TW, TC)))")
+        else:
+            B("    ct.store(XP, index=(ng, cb, plane, hb, wb), tile=ct.reshape(v, (1, TC, 1, TH, TW)))")
         return "\n".join(head + body) + "\n"
 
     def pad_tiles(self) -> tuple[int, int, int]:
         _, cig, _, hq, wq = self.buf
+        if self.cl:
+            tc = pow2_clamp(cig, 8, 64)
+            tw = pow2_clamp(wq, 8, max(8, 2048 // tc))
+            th = pow2_clamp(hq, 1, max(1, 2048 // (tc * tw)))
+            return tc, th, tw
         tw = pow2_clamp(wq, 8, 64)
         th = pow2_clamp(hq, 1, max(1, 512 // tw))
         tc = pow2_clamp(cig, 1, max(1, min(256, 4096 // (th * tw))))
@@ -540,7 +591,11 @@ class _Builder:
         """One K step: the (BK channels, box) input tile for `tap`/`cb` times the weight tile."""
         cast = f".astype({self.mma_dtype})" if self.mma_dtype else ""
         B = self.body.append
-        B(f"{ind}xt = ct.reshape(xv.load((ng, cb, dplane, h0, w0)), (BK, BOH * BOW))")
+        if self.cl:  # (box, BK) rows of channels, used transposed (K-major operand)
+            B(f"{ind}xt = ct.transpose(ct.reshape(xv.load((ng, dplane, h0, w0, cb)), (BOH * BOW, BK)))")
+        else:  # pointwise in place: tile-aligned box
+            B(f"{ind}xt = ct.reshape(ct.load(XP, index=(ng, cb, od, ohb, owb), shape=(1, BK, 1, BOH, BOW), "
+              f"padding_mode={ZERO}), (BK, BOH * BOW))")
         B(f"{ind}wt = ct.reshape(ct.load(WR, index=(g, cob, tap, cb), shape=(1, BCO, 1, BK), "
           f"padding_mode={ZERO}), (BCO, BK))")
         B(f"{ind}acc = ct.mma(wt{cast}, xt{cast}, acc)")
@@ -561,7 +616,8 @@ class _Builder:
         cv = self.cv
         B = self.body.append
         self.coords_lines("cob")
-        B(f"    xv = XP.tiled_view((1, BK, 1, BOH, BOW), padding_mode={ZERO}, traversal_steps=(1, BK, 1, 1, 1))")
+        if self.cl:
+            B(f"    xv = XP.tiled_view((1, 1, BOH, BOW, BK), padding_mode={ZERO}, traversal_steps=(1, 1, 1, 1, BK))")
         B("    acc = ct.zeros((BCO, BOH * BOW), dtype=ct.float32)")
         cblocks = cdiv(cv.Cig, self.bk)
         ind = "        "
@@ -715,7 +771,8 @@ class _Builder:
         kernels = []
         if self.buf is not None:
             kernels.append(self.pad_kernel())
-        kernels.append("\n".join(["@ct.kernel", f"def {kid}_kernel({', '.join(sig_params)}):",
+        deco = "@ct.kernel" if self.mode == "depthwise" else kernel_decorator(TILES["conv_occupancy"])
+        kernels.append("\n".join([deco, f"def {kid}_kernel({', '.join(sig_params)}):",
                                   f'    """{doc}."""'] + body) + "\n")
         w: list[str] = []
         W = w.append
@@ -737,7 +794,7 @@ class _Builder:
         x = self.sig.host[cv.x.graph_value]
         x5 = f"{x}.reshape{tup([cv.N, cv.C] + cv.insp)}" if cv.nd < 3 or self.flat else x
         if self.buf is not None:
-            W(f"    {xp} = torch.empty({tup(self.buf)}, dtype={x}.dtype, device={dev})")
+            W(f"    {xp} = torch.empty({tup(self.buf_alloc())}, dtype={x}.dtype, device={dev})")
             tc, th, tw = self.pad_tiles()
             _, cig, planes, hq, wq = self.buf
             grid = self.buf[0] * cdiv(cig, tc) * planes * cdiv(hq, th) * cdiv(wq, tw)
@@ -773,7 +830,8 @@ class _Builder:
         names = [f"{kid}_pad_kernel"] if self.buf is not None else []
         names.append(f"{kid}_kernel")
         note = (f"{self.mode}: " + ", ".join(f"{c}={t}" for c, t in zip(consts, tiles))
-                + ("; input copied to a zero-padded phase-split buffer first" if self.buf is not None else
+                + ((f"; input copied to a zero-padded phase-split{' channels-last' if self.cl else ''} buffer first")
+                   if self.buf is not None else
                    "; input read in place"))
         notes = [note]
         if self.bn is not None:

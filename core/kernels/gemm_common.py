@@ -23,6 +23,43 @@ LOW_PRECISION = ("float16", "bfloat16")
 CT_DTYPES = {"float32": "ct.float32", "float16": "ct.float16", "bfloat16": "ct.bfloat16"}
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# tile configuration: the one table the matmul/conv generators read their tile choices from. bench/variants_gemm.py
+# times alternatives by updating entries of TILES before generating; change the defaults here after measuring.
+
+TILES: dict[str, Any] = {
+    # matmul, fp16/bf16 operands: (BM, BN, BK) for large problems; float32 operands (full-precision mma: bigger
+    # tiles spill and take minutes to compile)
+    "mm_low": (128, 128, 64),
+    "mm_f32": (64, 64, 32),
+    "mm_group_m": 8,  # tile rows per group of the swizzled (L2-friendly) block order
+    # K no larger than this runs in one K step (BK = K rounded up to a power of two): batched small-K GEMMs
+    # (attention-like bmm, K = 64/128) are bound by writing the output, not by the loop
+    "mm_one_step_k": 128,
+    # ct.kernel occupancy hint (CTAs per SM; None = compiler's choice) for the large-K and the one-step case: two
+    # resident CTAs let one block's output stores overlap the next block's loads
+    "mm_occupancy": None,
+    "mm_occupancy_one_step": 2,
+    "mm_num_ctas": None,  # CGA size hint (None = compiler's choice)
+    # convolution as an implicit GEMM (fp16/bf16; float32 halves every entry): output positions per block, output
+    # channels per block, input channels per K step
+    "conv_positions": 128,
+    "conv_bco": 128,
+    "conv_bk": 64,
+    "conv_occupancy": None,
+    # flash attention (fp16/bf16): (BM queries, BN keys) per padded head dim bound, and the occupancy hint
+    "attn_d64": (128, 128),
+    "attn_d128": (128, 64),
+    "attn_d256": (64, 32),
+    "attn_occupancy": 2,  # head dims <= 128; larger head dims use 1
+}
+
+
+def kernel_decorator(occupancy: int | None, num_ctas: int | None = None) -> str:
+    opts = [f"{k}={v}" for k, v in (("occupancy", occupancy), ("num_ctas", num_ctas)) if v]
+    return f"@ct.kernel({', '.join(opts)})" if opts else "@ct.kernel"
+
+
 def tup(items: Sequence[Any]) -> str:
     items = [str(i) for i in items]
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"

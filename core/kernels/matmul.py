@@ -14,7 +14,8 @@ into float32. An operand stored transposed (a `.t()` weight, a `.transpose(-1, -
 detected at launch from its strides and loaded with a transposed `order`, without a copy. fp16/bf16 inputs run
 at full tensor-core rate; float32 inputs use float32 `mma` (not TF32: the checker's float32 tolerance is 2e-3,
 which TF32's 10-bit mantissa does not meet for long K). The epilogue (alpha/beta, bias, folded batch norm, the
-fused elementwise ops) runs on the float32 accumulator; each output is cast to its dtype on store.
+fused elementwise ops) runs on the float32 accumulator; each output is cast to its dtype on store. Tile sizes,
+GROUP_M and the occupancy/CGA hints come from gemm_common.TILES (see choose_tiles).
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from dataclasses import dataclass, field
 
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported
-from .gemm_common import (LOW_PRECISION, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv, check_float,
-                          elementwise_ops, fresh_name, is_ref, load_side_lines, parse_batch_norm, pow2_clamp, prod,
-                          side_view, tensor_input, tup, value_shapes)
+from .gemm_common import (LOW_PRECISION, TILES, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv, check_float,
+                          elementwise_ops, fresh_name, is_ref, kernel_decorator, load_side_lines, parse_batch_norm,
+                          pow2_clamp, prod, side_view, tensor_input, tup, value_shapes)
 
 ANCHORS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "mv", "addmv", "dot", "vdot",
            "outer", "ger"}
-GROUP_M = 8
 NUM_SMS = 132  # H200; only used to avoid launching far fewer blocks than SMs
 MAX_GRID_Y = 65535
 
@@ -277,19 +277,29 @@ def parse_anchor(spec: KernelSpec, rec: OpRecord) -> Gemm:
 
 
 def choose_tiles(M: int, N: int, K: int, batch: int, low: bool) -> tuple[int, int, int]:
-    """Deterministic tile table: 128x128x64 for large fp16/bf16 problems, 64x64x32 for float32 (float32 mma
-    tiles beyond that spill and take minutes to compile), shrunk to the problem (powers of two, >= 16), halving
-    the larger of BM/BN while the grid would leave most SMs idle."""
-    if low:
-        bm, bn, bk = pow2_clamp(M, 16, 128), pow2_clamp(N, 16, 128), pow2_clamp(K, 16, 64)
+    """Deterministic tile rule, read from gemm_common.TILES: "mm_low" (128x128x64) for fp16/bf16, "mm_f32"
+    (64x64x32) for float32 (float32 mma tiles beyond that spill and take minutes to compile), shrunk to the problem
+    (powers of two, >= 16); a K of at most "mm_one_step_k" (fp16/bf16) is covered by one K step; the larger of
+    BM/BN is halved while the grid would leave most SMs idle."""
+    bm0, bn0, bk0 = TILES["mm_low"] if low else TILES["mm_f32"]
+    bm, bn = pow2_clamp(M, 16, bm0), pow2_clamp(N, 16, bn0)
+    if low and K <= TILES["mm_one_step_k"]:
+        bk = pow2_clamp(K, 16, TILES["mm_one_step_k"])
     else:
-        bm, bn, bk = pow2_clamp(M, 16, 64), pow2_clamp(N, 16, 64), pow2_clamp(K, 16, 32)
+        bk = pow2_clamp(K, 16, bk0)
     while cdiv(M, bm) * cdiv(N, bn) * batch < NUM_SMS // 2 and max(bm, bn) > 64:
         if bm >= bn:
             bm //= 2
         else:
             bn //= 2
     return bm, bn, bk
+
+
+def occupancy_for(K: int, bk: int, low: bool) -> int | None:
+    """The occupancy hint of the table: its one-K-step entry when the whole K fits one step (fp16/bf16)."""
+    if low and cdiv(K, bk) == 1:
+        return TILES["mm_occupancy_one_step"]
+    return TILES["mm_occupancy"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -541,7 +551,8 @@ class _Builder:
         params = ["A", "B"] + outs + [p for p, *_ in self.sides] + [p for p, _ in self.scalars]
         consts = ["TRANS_A", "TRANS_B", "BM", "BN", "BK", "GROUP_M"]
         sig_params = params + [f"{c}: ct.Constant[{'bool' if c.startswith('TRANS') else 'int'}]" for c in consts]
-        head = ["@ct.kernel", f"def {kid}_kernel({', '.join(sig_params)}):",
+        deco = kernel_decorator(occupancy_for(g.K, self.tile_k, self.low), TILES["mm_num_ctas"])
+        head = [deco, f"def {kid}_kernel({', '.join(sig_params)}):",
                 f'    """{self.anchor.op} as a {"batched " if g.batch_shape else ""}GEMM: ({g.M} x {g.K}) @ '
                 f'({g.K} x {g.N}){f" x {prod(g.batch_shape)}" if g.batch_shape else ""}, fused epilogue."""']
         kernel = "\n".join(head + body) + "\n"
@@ -597,11 +608,12 @@ class _Builder:
         scalar_args = [expr for _, expr in self.scalars]
         grid = (cdiv(g.M, self.tile_m) * cdiv(g.N, self.tile_n), max(1, self.batch), 1)
         args = [la, lb] + out_args + side_args + scalar_args + [lta, ltb, str(self.tile_m), str(self.tile_n),
-                                                              str(self.tile_k), str(GROUP_M)]
+                                                              str(self.tile_k), str(TILES["mm_group_m"])]
         W(f"    ct.launch(torch.cuda.current_stream(), {grid}, {kid}_kernel, {tup(args)})")
         W(f"    return {', '.join(o.name for o in spec.outputs)}")
         code = kernel + "\n\n" + "\n".join(w) + "\n"
-        notes = [f"tiles BM={self.tile_m} BN={self.tile_n} BK={self.tile_k}, GROUP_M={GROUP_M}"
+        notes = [f"tiles BM={self.tile_m} BN={self.tile_n} BK={self.tile_k}, GROUP_M={TILES['mm_group_m']}"
+                 + (f", occupancy {occ}" if (occ := occupancy_for(g.K, self.tile_k, self.low)) else "")
                  + (", batch folded into M" if g.fold else "")
                  + ("; float32 operands use full-precision float32 mma (no TF32)" if not self.low else "")]
         if self.bn is not None:

@@ -110,6 +110,26 @@ def test_kernel_shapes_by_case():
     assert folded.prepare_name and "bn_scale" in folded.code
 
 
+def test_tma_friendly_input_loads():
+    """GEMM-mode convolutions read a channels-last buffer whose box offsets are in the spatial dims only (the
+    compiler lowers those to TMA; a channels-first box at an unaligned offset of the contiguous dim falls back to
+    per-element loads); a pointwise conv reads its input in place with tile-aligned loads."""
+    for name in ("c2d_same_dilation", "c2d_s2_bf16", "ct2d_groups", "c3d_stride_groups", "c1d_s3_dilation2"):
+        code = _code(name).code
+        assert "traversal_steps=(1, 1, 1, 1, BK)" in code, name
+        assert "ct.permute(v, (1, 2, 0))" in code, name  # the copy kernel writes channels-last
+    one_by_one = _code("c2d_1x1_fp16").code
+    assert "ct.load(XP, index=(ng, cb, od, ohb, owb)" in one_by_one and "tiled_view" not in one_by_one
+
+
+def test_box_tiles_prefer_size():
+    from tilestudio.core.kernels.conv import _box
+
+    assert _box(1, 784, 128, prefer_size=True) == (1, 128)  # a flat 28x28 1x1 conv: full 128-position tiles
+    assert _box(56, 56, 128, prefer_size=True) == (2, 64)
+    assert _box(7, 7, 128, prefer_size=True) == (8, 8)
+
+
 def test_no_host_compute_in_launch():
     """launch_ only allocates, rearranges and launches (the batch norm fold lives in prepare_)."""
     for name in CASES:

@@ -151,6 +151,22 @@ def test_tile_table():
     assert choose_tiles(1024, 1024, 1024, 1, True) == (64, 128, 64)  # 64 blocks of 128x128 would idle half the SMs
     bm, bn, bk = choose_tiles(5, 9, 1, 1, True)
     assert (bm, bn, bk) == (16, 16, 16)
+    # small K: one K step (batched attention-like GEMMs are bound by the output write)
+    assert choose_tiles(1024, 1024, 128, 64, True) == (128, 128, 128)
+    assert choose_tiles(1024, 1024, 64, 64, True) == (128, 128, 64)
+    assert choose_tiles(1024, 1024, 200, 64, True) == (128, 128, 64)
+
+
+def test_tile_table_is_the_single_switch(monkeypatch):
+    """The generators read their tiles from gemm_common.TILES (bench/variants_gemm.py switches entries there)."""
+    from tilestudio.core.kernels import gemm_common
+    from tilestudio.core.kernels.matmul import choose_tiles, occupancy_for
+
+    monkeypatch.setitem(gemm_common.TILES, "mm_low", (128, 256, 64))
+    assert choose_tiles(8192, 8192, 8192, 1, True) == (128, 256, 64)
+    assert occupancy_for(128, 128, True) == gemm_common.TILES["mm_occupancy_one_step"]
+    monkeypatch.setitem(gemm_common.TILES, "mm_occupancy", 2)
+    assert occupancy_for(8192, 64, True) == 2
 
 
 def _smallest(shapes):

@@ -1,0 +1,198 @@
+"""Tile-configuration variants of the tensor-core generators (matmul, conv, attention) on large problems (GPU).
+
+    python bench/variants_gemm.py [--only SUBSTRING] [--reps 20] [--quick | --all]
+
+The generators read every tile choice from one table, `tilestudio.core.kernels.gemm_common.TILES`. For each case
+this script regenerates the kernel under a few overrides of that table (the first row of a case is the current
+default), checks each against the float64 reference on the same inputs (relative Frobenius error, NaN = wrong),
+and times it with CUDA events (warm-up, median of --reps, three input sets rotated between calls, never zeros)
+next to PyTorch (cuBLAS / cuDNN / flash SDPA, or eager for fused epilogues). The table comes last: "vs torch" =
+torch ms / ours (>= 0.8 is the goal on fp16/bf16), "best" marks the fastest correct variant of a case. To adopt a
+variant, copy its overrides into TILES. The default set runs in under about two minutes on an H200 (JIT compiles
+included; cuTile caches them, so a rerun is faster); --all adds the variants marked X (about twice as long).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernels import median_ms  # noqa: E402
+from kernels_matmul_conv import BF, HF, _mod, spec_for  # noqa: E402
+
+SDPA = "F.scaled_dot_product_attention"
+
+# label, model, inputs, FLOPs, variants (name, TILES overrides[, True = only with --all: slow to compile or less
+# likely]); the first variant is the default table
+X = True
+CASES = [
+    ("mm 8192^3 bf16", _mod("", "a @ b", "a, b"),
+     f"[torch.randn(8192, 8192, dtype={BF}), torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
+     [("default", {}),
+      ("128x256x64", {"mm_low": (128, 256, 64)}),
+      ("ctas=2", {"mm_num_ctas": 2}),
+      ("256x128x64", {"mm_low": (256, 128, 64)}, X),
+      ("group_m=16", {"mm_group_m": 16}, X)]),
+    ("mm 4096^3 fp16", _mod("", "a @ b", "a, b"),
+     f"[torch.randn(4096, 4096, dtype={HF}), torch.randn(4096, 4096, dtype={HF})]", 2 * 4096 ** 3,
+     [("default", {}),
+      ("128x256x64", {"mm_low": (128, 256, 64)}),
+      ("occ=2", {"mm_occupancy": 2}),
+      ("256x128x64", {"mm_low": (256, 128, 64)}, X)]),
+    ("linear+gelu 8192^3 bf16", _mod(f"self.l = nn.Linear(8192, 8192).to({BF})", "F.gelu(self.l(x))"),
+     f"[torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
+     [("default", {}),
+      ("occ=2", {"mm_occupancy": 2}),
+      ("128x256x64", {"mm_low": (128, 256, 64)}, X)]),
+    ("bmm 64x1024x128x1024 bf16", _mod("", "torch.bmm(a, b)", "a, b"),
+     f"[torch.randn(64, 1024, 128, dtype={BF}), torch.randn(64, 128, 1024, dtype={BF})]", 2 * 64 * 1024 * 1024 * 128,
+     [("default", {}),
+      ("old: BK=64 loop", {"mm_one_step_k": 0, "mm_occupancy_one_step": None}),
+      ("one step, occ auto", {"mm_occupancy_one_step": None}),
+      ("one step 128x256", {"mm_low": (128, 256, 64), "mm_occupancy_one_step": None}, X)]),
+    ("conv2d 3x3 32x256x56x56->256 bf16", _mod(f"self.c = nn.Conv2d(256, 256, 3, padding=1).to({BF})", "self.c(x)"),
+     f"[torch.randn(32, 256, 56, 56, dtype={BF})]", 2 * 32 * 256 * 56 * 56 * 256 * 9,
+     [("default", {}),
+      ("positions=256", {"conv_positions": 256}),
+      ("occ=2", {"conv_occupancy": 2}),
+      ("bk=32", {"conv_bk": 32}, X),
+      ("bco=256", {"conv_bco": 256}, X)]),
+    ("conv2d 1x1+bn+relu 64x512x28x28 fp16",
+     _mod(f"self.c = nn.Conv2d(512, 512, 1).to({HF}); self.b = nn.BatchNorm2d(512).to({HF})",
+          "torch.relu(self.b(self.c(x)))"),
+     f"[torch.randn(64, 512, 28, 28, dtype={HF})]", 2 * 64 * 512 * 784 * 512,
+     [("default", {}),
+      ("occ=2", {"conv_occupancy": 2}),
+      ("positions=256", {"conv_positions": 256}, X),
+      ("bco=256", {"conv_bco": 256}, X)]),
+    ("sdpa 8x16x2048x2048x128 bf16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"),
+     f"[torch.randn(8, 16, 2048, 128, dtype={BF}), torch.randn(8, 16, 2048, 128, dtype={BF}), "
+     f"torch.randn(8, 16, 2048, 128, dtype={BF})]", 4 * 8 * 16 * 2048 * 2048 * 128,
+     [("default", {}),
+      ("128x128 occ=2", {"attn_d128": (128, 128)}),
+      ("128x128 occ=1", {"attn_d128": (128, 128), "attn_occupancy": 1}, X),
+      ("64x64 occ=2", {"attn_d128": (64, 64)}, X)]),
+    ("sdpa causal 8x16x2048x2048x64 fp16", _mod("", f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
+     f"[torch.randn(8, 16, 2048, 64, dtype={HF}), torch.randn(8, 16, 2048, 64, dtype={HF}), "
+     f"torch.randn(8, 16, 2048, 64, dtype={HF})]", 2 * 8 * 16 * 2048 * 2048 * 64,
+     [("default", {}),
+      ("128x64", {"attn_d64": (128, 64)}),
+      ("64x64", {"attn_d64": (64, 64)}, X),
+      ("128x128 occ=1", {"attn_occupancy": 1}, X)]),
+]
+
+
+@contextlib.contextmanager
+def tiles(overrides: dict):
+    from tilestudio.core.kernels import gemm_common
+
+    saved = dict(gemm_common.TILES)
+    gemm_common.TILES.update(overrides)
+    try:
+        yield
+    finally:
+        gemm_common.TILES.clear()
+        gemm_common.TILES.update(saved)
+
+
+def rel_error(actual, expected) -> float:
+    a, e = actual.double(), expected.double()
+    if not torch.isfinite(a).all():
+        return math.inf
+    return float(torch.linalg.vector_norm(a - e) / torch.linalg.vector_norm(e).clamp_min(1e-30))
+
+
+def selected(variants, quick: bool, extra: bool) -> list[tuple[str, dict]]:
+    if quick:
+        return [variants[0][:2]]
+    return [v[:2] for v in variants if extra or not (len(v) > 2 and v[2])]
+
+
+def run_case(label, model, inputs, flop, variants, reps) -> list[list[str]]:
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import load_source
+    from tilestudio.core.kernels.checking import PoisonedTorch, launch_args, make_inputs
+
+    spec = spec_for(model, inputs, families=("matmul", "conv", "attention"))
+    ins = [make_inputs(spec, "cuda", seed) for seed in range(3)]
+    ref_ns = {"torch": torch, "math": math}
+    exec(compile(spec.reference, spec.reference_name, "exec"), ref_ns)  # noqa: S102
+    ref = ref_ns[spec.reference_name]
+    expected = ref(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in ins[0]])
+    expected = expected[0] if isinstance(expected, tuple) else expected
+    torch_ms = median_ms(ref, ins, reps)
+    rows = []
+    for name, overrides in variants:
+        t0 = time.perf_counter()
+        try:
+            with tiles(overrides):
+                src = generate_kernel(spec)
+            if src.skeleton:
+                raise RuntimeError("skeleton: " + "; ".join(src.notes))
+            ns = load_source(src)
+            args = [launch_args(spec, ns, src.prepare_name, x) for x in ins]
+            real = ns["torch"]
+            ns["torch"] = PoisonedTorch()  # unwritten output elements read as NaN
+            try:
+                out = ns[src.launch_name](*args[0])
+            finally:
+                ns["torch"] = real
+            out = out[0] if isinstance(out, tuple) else out
+            err = rel_error(out, expected)
+            ms = median_ms(ns[src.launch_name], args, reps)
+            tol = 2e-2 if spec.outputs[0].dtype in ("float16", "bfloat16") else 2e-3
+            rows.append([label, name, f"{err:.1e}" + ("" if err <= tol else " WRONG"), f"{ms:.3f}",
+                         f"{flop / ms / 1e9:.0f}", f"{torch_ms:.3f}", f"{torch_ms / ms:.2f}",
+                         (src.notes[0] if src.notes else "")[:60], f"{time.perf_counter() - t0:.0f}s"])
+        except Exception as exc:  # noqa: BLE001 - one variant never stops the table
+            rows.append([label, name, f"ERROR {type(exc).__name__}: {str(exc)[:70]}", "", "", f"{torch_ms:.3f}",
+                         "", "", f"{time.perf_counter() - t0:.0f}s"])
+        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+        torch.cuda.empty_cache()
+    ok = [r for r in rows if r[3] and "WRONG" not in r[2]]
+    if ok:
+        best = min(ok, key=lambda r: float(r[3]))
+        best[1] = "* " + best[1]
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default=None, help="run the cases whose label contains this text")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="the default variant of each case only")
+    parser.add_argument("--all", action="store_true", help="also the slower-to-compile, less likely variants")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("bench/variants_gemm.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    start = time.perf_counter()
+    rows = [["case", "variant (* best)", "rel err", "ms", "TFLOP/s", "torch ms", "vs torch", "tiles", "time"]]
+    for label, model, inputs, flop, variants in CASES:
+        if args.only and args.only not in label:
+            continue
+        try:
+            rows += run_case(label, model, inputs, flop, selected(variants, args.quick, args.all), args.reps)
+        except Exception as exc:  # noqa: BLE001
+            rows.append([label, "-", f"ERROR {type(exc).__name__}: {str(exc)[:80]}", "", "", "", "", "", ""])
+        torch.cuda.empty_cache()
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print(f"{torch.cuda.get_device_name()}: tile variants vs PyTorch, median of {args.reps}, "
+          f"{time.perf_counter() - start:.0f} s")
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
