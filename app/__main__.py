@@ -1,5 +1,5 @@
 import sys
 
-from tilestudio.core.cli import main
+from tilestudio.launcher import main
 
 sys.exit(main())

@@ -99,6 +99,7 @@ def _save_screenshot(app: QApplication, model_file: str, output: str, *, kernel:
                 window.close()
                 return False, message
         _process_events(app)
+        window.finish_highlighting()
         pixmap = window.grab()
         saved = pixmap.save(output, "PNG")
         window.close()

@@ -139,8 +139,8 @@ class ComposedPane(QWidget):
             self._show_status()
             return
         if self.view.document().isEmpty():
+            self.highlighter.restart()  # first, so that setting the text leaves every line for the timer
             self.view.set_text(result.text)
-            self.highlighter.restart()
         else:
             apply_text_minimally(self.view.document(), result.text)  # only the edited lines are re-lexed
         self._colour_sections()

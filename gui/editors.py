@@ -382,6 +382,7 @@ class EditorsPanel(QWidget):
     problemsChanged = Signal()
     currentKernelChanged = Signal(str)
     compileFinished = Signal(object)  # KernelCheckResult
+    compileVerdict = Signal(str, str, bool)  # kernel id, the code checked, it compiled (not for cancelled checks)
 
     def __init__(self, workspace: KernelWorkspace, theme: Theme, *, colour_index: Callable[[str], int],
                  arch: Callable[[], str], parent: QWidget | None = None):
@@ -584,6 +585,7 @@ class EditorsPanel(QWidget):
         request = KernelCheckRequest(spec=dec.kernel(kernel_id),
                                      source=source.model_copy(update={"code": editor.code()}), arch=arch)
         check = CompileCheck(request, self)
+        check.code = editor.code()
         check.done.connect(self._on_compile_done)
         self._checks[kernel_id] = check
         editor.compile_started(arch)
@@ -599,6 +601,8 @@ class EditorsPanel(QWidget):
             check.deleteLater()
         if result.stage != "cancelled":
             self.compile_results[result.kernel_id] = result
+            if check is not None:
+                self.compileVerdict.emit(result.kernel_id, check.code, result.ok)
         editor = self._editors.get(result.kernel_id)
         if editor is not None:
             editor.set_compile_result(result)

@@ -1,9 +1,10 @@
 """The Qt-free half of the kernel workspace: generate kernel sources, compose the file and check its purity.
 
-These run away from the GUI thread: kernel generation on a worker thread (it imports the kernel library once),
-composing and the purity check in a helper process (they are pure Python and would otherwise compete with the GUI
-thread for the interpreter lock on every keystroke). So this module must not import Qt: the helper process
-imports it to unpickle the work.
+These run in a helper process, away from the GUI process: generating imports the kernel library and with it torch
+(seconds of C-extension loading that hold the interpreter lock: on a worker thread it froze the window for most of
+a second), and composing and the purity check are pure Python that would compete with the GUI thread for the lock
+on every keystroke. A worker thread is only the fallback when the helper cannot run. So this module must not
+import Qt: the helper process imports it to unpickle the work.
 """
 
 from __future__ import annotations
@@ -112,6 +113,29 @@ class ComposeResult:
         return out
 
 
+@dataclass
+class GenerateResult:
+    request: int
+    sources: dict[str, KernelSource] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def generate_result(request: int, dec: Decomposition) -> GenerateResult:
+    start = time.perf_counter()
+    sources = generate_sources(dec)
+    return GenerateResult(request, sources, time.perf_counter() - start)
+
+
+def warm_up() -> None:
+    """Import the kernel library (and torch) before the first request needs it."""
+    import tilestudio.core.kernels  # noqa: F401
+
+    try:
+        import torch  # noqa: F401 - some generators consult torch's operator schemas
+    except ImportError:
+        pass
+
+
 def compose_and_check(request: int, dec: Decomposition, sources: dict[str, KernelSource],
                       original: str) -> ComposeResult:
     """Compose the file and check its purity; runs in the helper process (or a worker thread)."""
@@ -130,6 +154,8 @@ def compose_and_check(request: int, dec: Decomposition, sources: dict[str, Kerne
 # ---- the helper process: `python -m tilestudio.gui.editors_compose` -----------------------------------------
 # Requests and results are pickles framed by an 8-byte big-endian length, on stdin and stdout; the parent is this
 # application itself, so the pickles come from a trusted source. Anything else printed goes to stderr.
+# Requests: ("warm",) (no answer), ("generate", request, dec) → GenerateResult,
+# ("compose", request, dec, sources, original) → ComposeResult.
 FRAME_HEADER = 8
 
 
@@ -162,8 +188,13 @@ def serve(stdin=None, stdout=None) -> int:
         payload = read_exactly(stdin, int.from_bytes(header, "big"))
         if payload is None:
             return 0
-        request, dec, sources, original = pickle.loads(payload)
-        write_frame(stdout, compose_and_check(request, dec, sources, original))
+        kind, *args = pickle.loads(payload)
+        if kind == "warm":
+            warm_up()
+        elif kind == "generate":
+            write_frame(stdout, generate_result(*args))
+        else:
+            write_frame(stdout, compose_and_check(*args))
 
 
 if __name__ == "__main__":

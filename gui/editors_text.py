@@ -16,7 +16,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QTextCursor, QTextDocument
 from PySide6.QtWidgets import QWidget
 
-from .highlighter import ROOT_STACK, PygmentsHighlighter, TokenFormats
+from .highlighter import PygmentsHighlighter, SpecHighlighter, TokenFormats
 
 PENDING = -2  # block state of a line beyond the frontier (QTextBlock's "never highlighted" is -1)
 CHUNK_LINES = 12  # ~10 ms of lexing per event-loop turn
@@ -95,9 +95,7 @@ class DeferredHighlighter(PygmentsHighlighter):
             self.setCurrentBlockState(PENDING)
             return
         self._last_lexed = self.currentBlock().blockNumber()
-        stack = self._table.state(self.previousBlockState(), ROOT_STACK)
-        end = self.highlight_code(text, stack)  # type: ignore[arg-type]
-        self.setCurrentBlockState(self._table.id(end))
+        super().highlightBlock(text)
 
     def _advance(self) -> None:
         doc = self.document()
@@ -124,3 +122,7 @@ class DeferredHighlighter(PygmentsHighlighter):
     def set_style(self, style_name: str) -> None:
         self.formats = TokenFormats(style_name)
         self.restart()
+
+
+class DeferredSpecHighlighter(DeferredHighlighter, SpecHighlighter):
+    """The Analyzer's text format (SpecHighlighter), highlighted progressively like DeferredHighlighter."""

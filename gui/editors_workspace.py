@@ -1,10 +1,11 @@
 """The kernel workspace: generated kernel sources, the user's edits, and the composed file with its purity check.
 
-It follows the ModelSession: a finished analysis starts the kernel generators on a worker thread (the first call
-imports the kernel library, seconds); every edit restarts a short debounce, after which composing the file and
-checking its purity run in a helper process (a few hundred ms of pure Python for a large model: on a thread it
-would hold the interpreter lock against the GUI thread while the user types). Without the helper process (it
-could not start) the work falls back to a worker thread. Each result carries a request number and a result that is
+It follows the ModelSession: opening a model starts (warms) a helper process, a finished analysis has it run the
+kernel generators (the first call imports the kernel library and torch: seconds of C-extension loading that, on a
+thread of this process, held the interpreter lock and froze the window), and every edit restarts a short
+debounce, after which the helper composes the file and checks its purity (a few hundred ms of pure Python for a
+large model: on a thread it would hold the interpreter lock against the GUI thread while the user types). Without
+the helper process (it could not start, or died) the work falls back to a worker thread. Each result carries a request number and a result that is
 no longer the latest is dropped, as in the session.
 
 Edits are the user's work and outlive everything but an explicit reset or opening another model: a re-analysis
@@ -25,7 +26,8 @@ from PySide6.QtCore import QObject, QProcess, Qt, QThreadPool, QTimer, Signal
 from tilestudio.core.kernels.base import KernelSource
 from tilestudio.core.specs import Decomposition
 
-from .editors_compose import FRAME_HEADER, ComposeResult, code_offsets, compose_and_check, generate_sources
+from .editors_compose import (FRAME_HEADER, ComposeResult, GenerateResult, code_offsets, compose_and_check,
+                              generate_sources)
 
 COMPOSE_DEBOUNCE_MS = 200  # purity results land ≤ 300 ms after the last keystroke on a mid-size model
 
@@ -35,7 +37,7 @@ __all__ = ["ComposeResult", "KernelWorkspace", "code_offsets"]
 class ComposeHelper(QObject):
     """The long-lived helper process that composes and checks (gui/editors_compose.py), driven by QProcess."""
 
-    resultReady = Signal(object)  # ComposeResult
+    resultReady = Signal(object)  # ComposeResult or GenerateResult
     failed = Signal(str)
 
     def __init__(self, parent: QObject | None = None):
@@ -53,6 +55,10 @@ class ComposeHelper(QObject):
         data = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
         self.process.write(len(data).to_bytes(FRAME_HEADER, "big") + data)
         return True
+
+    def warm(self) -> bool:
+        """Start the process and have it import the kernel library now, while the analysis runs."""
+        return self.submit(("warm",))
 
     def _start(self) -> bool:
         self.stop()
@@ -136,10 +142,11 @@ class KernelWorkspace(QObject):
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(2)
         self._closed = False  # after shutdown nothing starts again (late results are dropped)
+        self._generating: tuple[int, Decomposition] | None = None  # the generation the helper is running
         self.helper_error = ""
         self._use_process = use_process
         self.helper = ComposeHelper(self)
-        self.helper.resultReady.connect(self._on_composed)
+        self.helper.resultReady.connect(self._on_helper_result)
         self.helper.failed.connect(self._on_helper_failed)
         self._generated.connect(self._on_generated, Qt.ConnectionType.QueuedConnection)
         self._composed.connect(self._on_composed, Qt.ConnectionType.QueuedConnection)
@@ -156,16 +163,35 @@ class KernelWorkspace(QObject):
             self._generation += 1
             self._compose_request += 1
             self.cleared.emit()
+        if self._use_process and not self._closed and not self.helper.running:
+            self.helper.warm()
 
     def set_decomposition(self, dec: Decomposition) -> None:
         if self._closed:
             return
         self._generation += 1
         self.generationStarted.emit()
-        self.pool.start(functools.partial(self._generate, self._generation, dec))
+        if self._use_process and self.helper.submit(("generate", self._generation, dec)):
+            self._generating = (self._generation, dec)
+            return
+        self._use_process = False
+        self._generate_in_thread(self._generation, dec)
+
+    def _generate_in_thread(self, request: int, dec: Decomposition) -> None:
+        self._generating = None
+        self.pool.start(functools.partial(self._generate, request, dec))
+
+    def _on_helper_result(self, result) -> None:
+        if isinstance(result, GenerateResult):
+            pending, self._generating = self._generating, None
+            if pending is not None and pending[0] == result.request:
+                self._on_generated(result.request, pending[1], result.sources)
+        else:
+            self._on_composed(result)
 
     def analysis_failed(self) -> None:
         self._generation += 1
+        self._generating = None
         self._compose_request += 1
         self.decomposition, self.generated, self.result = None, {}, None
         self.sourcesLost.emit()
@@ -263,7 +289,7 @@ class KernelWorkspace(QObject):
         self._compose_running = True
         self.composeStarted.emit()
         args = (self._compose_request, self.decomposition, self.sources(), self.original)
-        if self._use_process and self.helper.submit(args):
+        if self._use_process and self.helper.submit(("compose", *args)):
             return
         self._use_process = False
         self.pool.start(functools.partial(self._compose_in_thread, *args))
@@ -272,6 +298,8 @@ class KernelWorkspace(QObject):
         """The helper died or could not start: compose on a worker thread from now on."""
         self._use_process = False
         self.helper_error = message
+        if self._generating is not None and not self._closed:
+            self._generate_in_thread(*self._generating)
         if self._compose_running and not self._closed:
             self._compose_running = False
             self._compose_pending = False

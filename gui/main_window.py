@@ -24,7 +24,8 @@ from .about import show_about
 from .banner import Banner
 from .code_editor import CodeEditor
 from .graph_view import GraphPane
-from .highlighter import PygmentsHighlighter, SpecHighlighter
+from .editors_text import DeferredHighlighter, DeferredSpecHighlighter
+from .highlighter import SpecHighlighter
 from .kernels_pane import KernelsPane
 from .model_pane import ModelPane
 from .problems_pane import Problem, ProblemsPane, problems_from_decomposition
@@ -88,7 +89,8 @@ class MainWindow(QMainWindow):
     def _build_panes(self) -> None:
         self.source = CodeEditor(read_only=True)
         self.source.setPlaceholderText(SOURCE_PLACEHOLDER)
-        self.source_highlighter = PygmentsHighlighter(self.source.document(), self.theme.pygments_style)
+        # A whole new text is highlighted a few lines per event-loop turn (gui/editors_text.py), not in one go.
+        self.source_highlighter = DeferredHighlighter(self.source.document(), self.theme.pygments_style)
         self.kernels = KernelsPane(self.theme)
         self.kernels.filter.setAcceptDrops(False)
         self.spec = CodeEditor(read_only=True, line_numbers=False)
@@ -97,7 +99,8 @@ class MainWindow(QMainWindow):
         self.spec_highlighter = SpecHighlighter(self.spec.document(), self.theme.pygments_style)
         self.decomposition = CodeEditor(read_only=True, line_numbers=False)
         self.decomposition.setPlaceholderText("The decomposition of the open model appears here.")
-        self.decomposition_highlighter = SpecHighlighter(self.decomposition.document(), self.theme.pygments_style)
+        self.decomposition_highlighter = DeferredSpecHighlighter(self.decomposition.document(),
+                                                                 self.theme.pygments_style)
         self.problems = ProblemsPane()
         self.model_pane = ModelPane()
         self.banner = Banner(self.theme)
@@ -208,11 +211,18 @@ class MainWindow(QMainWindow):
 
     def _connect_session(self) -> None:
         s = self.session
+        self._analysis_ticket = 0  # bumped by every analysis result: deferred pane fills of an older one are dropped
+        s.analysisStarted.connect(self._bump_ticket)
+        s.analysisFinished.connect(self._bump_ticket)
+        s.analysisFailed.connect(self._bump_ticket)
         s.sourceLoaded.connect(self._on_source_loaded)
         s.analysisStarted.connect(self._on_analysis_started)
         s.analysisFinished.connect(self._on_analysis_finished)
         s.analysisFailed.connect(self._on_analysis_failed)
         s.busyChanged.connect(self._on_busy_changed)
+
+    def _bump_ticket(self, *_args) -> None:
+        self._analysis_ticket += 1
 
     # ---- layout and window state ---------------------------------------------------------------------------
     def _default_layout(self) -> None:
@@ -383,6 +393,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{name} — TileStudio")
         self.setWindowFilePath(path)
         self.source_dock.setWindowTitle(f"Source — {name}")
+        self.source_highlighter.restart()
         self.source.set_text(text)
         self.reload_action.setEnabled(True)
 
@@ -400,13 +411,14 @@ class MainWindow(QMainWindow):
         dec = analysis.decomposition
         self.hide_banner()
         self.kernels.set_decomposition(dec)
+        self.decomposition_highlighter.restart()
         self.decomposition.set_text(render_text(dec))
         self.source.clear_layer("problem")
         self.source.set_gutter_marks(self._coverage_marks(dec))
         problems = problems_from_decomposition(dec, self.session.path or "")
         self.problems.set_problems(problems)
         self.problems.set_placeholder("No problems: every op of the forward pass is covered by a kernel spec.")
-        self.model_pane.set_decomposition(dec)
+        self._later(self.model_pane.set_decomposition)(dec)
         (self.problems_dock if problems else self.model_dock).raise_()
         self.problems_dock.setWindowTitle(f"Problems ({len(problems)})" if problems else "Problems")
         n = len(dec.kernels)
@@ -418,6 +430,22 @@ class MainWindow(QMainWindow):
             return
         if dec.kernels:
             self.kernels.select(dec.kernels[0].id)
+
+    def _later(self, fill):
+        """`fill(value)` on the next event-loop turn, unless another analysis result came in meanwhile.
+
+        Filling every pane in the turn that delivers the analysis, then painting them all, kept the GUI thread
+        busy for ~100 ms on a loaded 2-core machine; the panes out of the user's first look (graph, model,
+        validation rows) are filled a turn later, so the event loop breathes in between.
+        """
+        def deferred(value) -> None:
+            ticket = self._analysis_ticket
+
+            def run() -> None:
+                if ticket == self._analysis_ticket:
+                    fill(value)
+            QTimer.singleShot(0, self, run)
+        return deferred
 
     def _on_analysis_failed(self, info: ErrorInfo) -> None:
         self.kernels.set_decomposition(None)
@@ -519,6 +547,13 @@ class MainWindow(QMainWindow):
     def spec_text(self) -> str:
         return self.spec.toPlainText()
 
+    def finish_highlighting(self) -> None:
+        """Highlight what the progressive highlighters have not reached yet (screenshots, tests)."""
+        for highlighter in (self.source_highlighter, self.decomposition_highlighter,
+                            getattr(getattr(self, "composed", None), "highlighter", None)):
+            if highlighter is not None:
+                highlighter.finish()
+
     # ---- graph, validation, settings -----------------------------------------------------------------------
     def _install_graph_view(self) -> None:
         self.graph_view = GraphPane(self.theme)
@@ -527,9 +562,9 @@ class MainWindow(QMainWindow):
         self.graph_view.kernelSelected.connect(self.kernels.select)
         self.graph_view.kernelActivated.connect(self._open_kernel_editor)
         self.kernels.kernelSelected.connect(lambda kid: self.graph_view.select(kid) if kid else None)
-        self.session.analysisFinished.connect(lambda analysis: self.graph_view.set_decomposition(
+        self.session.analysisFinished.connect(self._later(lambda analysis: self.graph_view.set_decomposition(
             analysis.decomposition, os.path.splitext(os.path.basename(self.session.path or ""))[0],
-            selected=self.kernels.selected_id()))
+            selected=self.kernels.selected_id())))
         self.session.analysisFailed.connect(lambda _info: self.graph_view.set_decomposition(None))
         self._graph_closer = _OnClose(self, lambda: self.graph_view.wait(10_000))
 
@@ -544,12 +579,11 @@ class MainWindow(QMainWindow):
         self.validation.composed_provider = self._current_composed_text
         self.validation_dock = self._dock("Validation", "validationDock", self.validation)
         self._add_dock_toggles([self.validation_dock])
-        self.validation.kernelStatus.connect(self.graph_view.set_status)
         self.validation.kernelSelected.connect(lambda kid: self.kernels.select(kid) if kid else None)
         self.validation.runFinished.connect(
             lambda report: self.status_label.setText(f"Validation: {report.status.upper()} ({report.wall_s:.1f} s)"))
-        self.session.analysisFinished.connect(
-            lambda analysis: self.validation.set_model(self.session.path, analysis.decomposition))
+        self.session.analysisFinished.connect(self._later(
+            lambda analysis: self.validation.set_model(self.session.path, analysis.decomposition)))
         self.session.analysisFailed.connect(lambda _info: self.validation.set_model(None, None))
         self.validate_action = QAction(self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPlay),
                                        "&Validate on GPU", self)
@@ -652,6 +686,7 @@ class MainWindow(QMainWindow):
     # ---- kernel editors, composed file, export, projects (gui/editors*.py, composed_pane.py, project_*.py) ----
     def _install_editing(self) -> None:
         from .editors_feature import EditingFeature
+        from .kernel_status import KernelStatusTracker
         from .project_controller import ProjectController
 
         self.editing = EditingFeature(self)
@@ -663,6 +698,9 @@ class MainWindow(QMainWindow):
         self._add_dock_toggles(self.editing.docks)
         self.editing.fill_edit_menu(self._menu("&Edit"))
         self.project = ProjectController(self, self.editing)
+        # the graph's node statuses (edited, compiled, PASS/FAIL, impure) follow the editors and the validation
+        self.kernel_status = KernelStatusTracker(self.graph_view, self.workspace, self.editors, self.validation,
+                                                 self.session, self)
         self.project.fill_file_menu(self._menu("&File"))
         self.theme_hooks = getattr(self, "theme_hooks", []) + [self.editing.set_theme]
 

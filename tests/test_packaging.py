@@ -2,6 +2,7 @@
 PyInstaller's classes and names files that exist, the .desktop entry is valid, the entry points import and run."""
 
 import ast
+import importlib.util
 import configparser
 import os
 import pathlib
@@ -139,3 +140,70 @@ def test_bundle_entry_runs_the_cli_and_dispatches_dash_m_like_python():
     assert result.returncode == 0 and "usage: tilestudio analyze" in result.stdout
     result = _run_entry("-m", "tilestudio", "analyze")  # argparse: a required argument is missing
     assert result.returncode == 2 and "required" in result.stderr
+
+
+PROBE_MODULE = '''
+import json, sys
+with open(sys.argv[1], "w") as f:
+    json.dump({"name": __name__, "argv": sys.argv}, f)
+sys.exit(int(sys.argv[2]))
+'''
+
+
+@pytest.fixture
+def frozen(monkeypatch, tmp_path):
+    """This process as the bundle sees itself: sys.frozen set, sys.argv of the app binary, a module to run."""
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "argv", ["/opt/tilestudio/tilestudio"])
+    (tmp_path / "ts_probe_child.py").write_text(PROBE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "ts_probe_child", raising=False)
+    return tmp_path
+
+
+def test_frozen_entry_runs_dash_m_modules_like_python(frozen):
+    import json
+
+    from tilestudio.launcher import main
+
+    out = frozen / "ran.json"
+    assert main(["-m", "ts_probe_child", str(out), "3"]) == 3  # sys.exit(3) in the module → exit status 3
+    ran = json.loads(out.read_text())
+    assert ran["name"] == "__main__"
+    assert ran["argv"] == [str(frozen / "ts_probe_child.py"), str(out), "3"]  # as `python -m` sets it
+    out.unlink()
+    assert main(["-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[0] + ' ' + __name__)", str(out)]) == 0
+    assert out.read_text() == "-c __main__"
+    # the bundle's entry script dispatches the same way
+    spec = importlib.util.spec_from_file_location("ts_bundle_entry", ENTRY)
+    entry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(entry)
+    assert entry.main(["-m", "ts_probe_child", str(out), "0"]) == 0
+    assert json.loads(out.read_text())["name"] == "__main__"
+
+
+def test_unfrozen_entry_leaves_dash_m_to_the_cli(monkeypatch, tmp_path):
+    from tilestudio.launcher import main
+
+    monkeypatch.delattr(sys, "frozen", raising=False)
+    (tmp_path / "ts_probe_child.py").write_text(PROBE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "ran.json"
+    with pytest.raises(SystemExit):  # argparse: `-m` is no option of the CLI
+        main(["-m", "ts_probe_child", str(out), "0"])
+    assert not out.exists()
+
+
+def test_every_child_process_module_is_bundled(spec_run):
+    """Each `sys.executable -m MODULE` the app starts must be importable inside the bundle."""
+    import re
+
+    ns, _stage = spec_run
+    hidden = set(ns["a"].kwargs["hiddenimports"])
+    targets = set()
+    for folder in ("core", "gui"):
+        for path in (ROOT / folder).rglob("*.py"):
+            targets |= set(re.findall(r'"-m",\s*"(tilestudio[\w.]*)"', path.read_text(encoding="utf-8")))
+    assert {"tilestudio.core.child", "tilestudio.gui.editors_compose", "tilestudio.core.kernel_check"} <= targets
+    assert targets - {"tilestudio"} <= hidden, targets - hidden
+    assert "tilestudio.launcher" in hidden
