@@ -7,7 +7,8 @@ Per variant: the generator runs with the overrides applied to MEMORY_TUNING, the
 float64 reference (checking.check_launch), then timed with CUDA events (warm-up, median of --reps, three fresh
 random input sets rotated between reps). "of copy" = copy time of the same bytes / kernel time; "vs eager" =
 eager time / kernel time. The row marked * is the current default; to switch a default, edit MEMORY_TUNING.
-Prints progress on stderr and a compact table last. Budget: ~20 variants, well under 120 s on an H200.
+Prints progress on stderr and a compact table last. Budget: ~40 variants (~2-3 s each: JIT compile, check, timing),
+under 150 s on an H200; `--only` runs one case.
 """
 
 from __future__ import annotations
@@ -45,17 +46,63 @@ VARIANTS = {
         ("split 16384", {"pool_aligned_mode": "split", "pool_aligned_elems": 16384}),
     ],
     "max_pool2d 3x3/2 64x128x112x112 fp16": [
-        ("gather 1024 outs", {"pool_window_outputs": 1024}),
-        ("gather 2048 outs", {"pool_window_outputs": 2048}),
-        ("gather 4096 outs", {"pool_window_outputs": 4096}),
-        ("gather 2048, 128 cols", {"pool_window_outputs": 2048, "pool_window_cols": 128}),
+        ("gather 2048 outs (old)", {"pool_overlap_mode": "gather", "pool_window_outputs": 2048}),
+        ("split 1024: 8 rows x 8x16", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "split",
+                                       "pool_overlap_outputs": 1024, "pool_overlap_rows": 8,
+                                       "pool_overlap_cols": 16}),
+        ("split 2048: 16 rows x 8x16", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "split",
+                                        "pool_overlap_outputs": 2048, "pool_overlap_rows": 8,
+                                        "pool_overlap_cols": 16}),
+        ("merged 1024: 8 rows x 8x16", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "merged",
+                                        "pool_overlap_outputs": 1024, "pool_overlap_rows": 8,
+                                        "pool_overlap_cols": 16}),
+        ("merged 2048: 16 rows x 8x16", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "merged",
+                                         "pool_overlap_outputs": 2048, "pool_overlap_rows": 8,
+                                         "pool_overlap_cols": 16}),
+        ("merged 1024: 8 rows x 4x32", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "merged",
+                                        "pool_overlap_outputs": 1024, "pool_overlap_rows": 4,
+                                        "pool_overlap_cols": 32}),
+        ("merged 2048: 8 rows x 8x32", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "merged",
+                                        "pool_overlap_outputs": 2048, "pool_overlap_rows": 8,
+                                        "pool_overlap_cols": 32}),
     ],
     "adaptive_avg_pool2d(1) 128x512x28x28 fp32": [
         ("256 cols x 4096", {"pool_global_cols": 256, "pool_global_elems": 4096}),
         ("512 cols x 4096", {"pool_global_cols": 512, "pool_global_elems": 4096}),
-        ("1024 cols x 8192", {"pool_global_cols": 1024, "pool_global_elems": 8192}),
         ("512 cols x 8192", {"pool_global_cols": 512, "pool_global_elems": 8192}),
-        ("256 cols x 2048", {"pool_global_cols": 256, "pool_global_elems": 2048}),
+        ("1024 cols x 8192", {"pool_global_cols": 1024, "pool_global_elems": 8192}),
+        ("256 cols x 8192", {"pool_global_cols": 256, "pool_global_elems": 8192}),
+    ],
+    # scans: scan_max_single / scan_tile_elems / scan_chunk_elems / scan_col_bi / scan_min_blocks (segments)
+    "cumsum dim=1 64x4096x64 bf16 (inner dim)": [
+        ("bi 32, chunk 2048, >=264 blocks (~old)", {"scan_col_bi": 32, "scan_chunk_elems": 2048,
+                                                    "scan_min_blocks": 264}),
+        ("bi 64, chunk 4096, >=512 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096, "scan_min_blocks": 512}),
+        ("bi 64, chunk 4096, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
+                                              "scan_min_blocks": 1024}),
+        ("bi 64, chunk 4096, >=2048 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
+                                              "scan_min_blocks": 2048}),
+        ("bi 64, chunk 8192, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 8192,
+                                              "scan_min_blocks": 1024}),
+    ],
+    "cumsum 64x1048576 fp32 (chunked carry)": [
+        ("chunk 2048, >=264 blocks (~old)", {"scan_chunk_elems": 2048, "scan_min_blocks": 264}),
+        ("chunk 4096, >=1024 blocks", {"scan_chunk_elems": 4096, "scan_min_blocks": 1024}),
+        ("chunk 4096, >=2048 blocks", {"scan_chunk_elems": 4096, "scan_min_blocks": 2048}),
+        ("chunk 8192, >=1024 blocks", {"scan_chunk_elems": 8192, "scan_min_blocks": 1024}),
+    ],
+    "cumsum 4096x4096 fp32": [
+        ("1 row x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 4096}),
+        ("2 rows x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 8192}),
+        ("2 chunks of 2048 + carry", {"scan_max_single": 2048, "scan_tile_elems": 2048, "scan_chunk_elems": 2048}),
+    ],
+    # cross entropy, plain (N, C) logits: classes per chunk x rows per block
+    "cross_entropy 4096x65536 bf16": [
+        ("1024 x 4 rows", {"ce_cols": 1024, "ce_tile_elems": 4096}),
+        ("2048 x 2 rows", {"ce_cols": 2048, "ce_tile_elems": 4096}),
+        ("1024 x 8 rows", {"ce_cols": 1024, "ce_tile_elems": 8192}),
+        ("2048 x 4 rows", {"ce_cols": 2048, "ce_tile_elems": 8192}),
+        ("4096 x 1 row", {"ce_cols": 4096, "ce_tile_elems": 4096}),
     ],
 }
 

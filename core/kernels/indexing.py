@@ -31,7 +31,33 @@ MEMORY_TUNING: dict[str, Any] = {
     "pool_aligned_elems": 8192,   # input elements per block
     # pool, general windows (max_pool2d(3, 2, 1), ...): gathered outputs per block and output positions per row
     "pool_window_outputs": 2048,
+    # pool, overlapping windows at a power-of-two stride dividing the input (max_pool2d(3, 2, 1) on even sizes):
+    # "shifted" loads one tile-aligned tile per distinct window shift from a split view (pool._shifted);
+    # "gather" keeps the general per-window-element gathers. Outputs per block; at most this many outputs along
+    # the innermost dim / each outer spatial dim (the rest of the block goes to rows = channels, which have no
+    # halo): a block at the start of a dim reads its shifted halo tiles with a gather, so spatial tiles stay a
+    # fraction of the output size (56x56 outputs: 7 x 4 spatial blocks of 8 x 16, 8 channels each)
+    "pool_overlap_mode": "shifted",
+    "pool_overlap_outputs": 1024,
+    "pool_overlap_cols": 16,
+    "pool_overlap_rows": 8,
+    # innermost dim of the view: "split" (.., W/s, s) loads exactly the phases a shift needs (strided when s > 1);
+    # "merged" (.., W) loads whole contiguous (output, phase) runs and masks the unneeded phases in registers
+    "pool_overlap_inner": "merged",
     "pool_window_cols": 256,
+    # scans (cumsum, cumprod, logcumsumexp, cummax/cummin): rows up to scan_max_single elements in one tile
+    # (short rows stacked up to scan_tile_elems), longer ones in chunks of scan_chunk_elems with a carry; a scan
+    # over a middle dim reads scan_col_bi contiguous inner elements per tile row; when fewer than
+    # scan_min_blocks blocks would walk the chunks, rows are cut into up to scan_max_segments segments
+    "scan_max_single": 4096,
+    "scan_tile_elems": 4096,
+    "scan_chunk_elems": 4096,
+    "scan_col_bi": 64,
+    "scan_min_blocks": 1024,
+    "scan_max_segments": 64,
+    # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile
+    "ce_cols": 1024,
+    "ce_tile_elems": 4096,
     # pool, global (adaptive_avg_pool2d(1), ...): positions per load (a power of two, at most) and elements per tile
     "pool_global_cols": 512,
     "pool_global_elems": 4096,

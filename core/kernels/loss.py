@@ -27,8 +27,8 @@ import math
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args, float_literal, scalar_value
-from .indexing import (SideLoader, array_param, broadcast_index, decode, elementwise, guarded, input_args, is_ref,
-                       module, out_param, output_vars, prod, scalar_param, split_anchor, tup)
+from .indexing import (MEMORY_TUNING, SideLoader, array_param, broadcast_index, decode, elementwise, guarded,
+                       input_args, is_ref, module, out_param, output_vars, prod, scalar_param, split_anchor, tup)
 
 I = "    "
 POINTWISE = {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "hinge_embedding_loss",
@@ -431,8 +431,17 @@ def _class_loss(plan: _Plan) -> KernelSource:
         win = plan.inputs.get(weight["ref"])
         if win is None or win.shape != [C]:
             raise Unsupported(f"{rec.target}: class weight must be a ({C},) input")
-    BC = pow2_at_least(C, 16, 1024)
-    BR = pow2_at_least(R, 1, min(256, max(1, 4096 // BC)) if op == "cross_entropy_loss" else 1024)
+    xin = plan.inputs.get(x_ref["ref"])
+    # plain (N, C) logits of cross entropy without label smoothing: coalesced tile loads, a lane-wise sum of
+    # exponentials (one row max per chunk, no per-chunk sum) and the target logit gathered once per row
+    plain = op == "cross_entropy_loss" and len(xshape) == 2 and not plan.prologue and xin is not None
+    fast = plain and not ls
+    if fast:
+        BC = pow2_at_least(C, 16, int(MEMORY_TUNING["ce_cols"]))
+        BR = pow2_at_least(R, 1, max(1, int(MEMORY_TUNING["ce_tile_elems"]) // BC))
+    else:
+        BC = pow2_at_least(C, 16, 1024)
+        BR = pow2_at_least(R, 1, min(256, max(1, 4096 // BC)) if op == "cross_entropy_loss" else 1024)
     G = -(-R // BR)
     ind, li = I, I + I
     lines = [f"{ind}pid = ct.bid(0)",
@@ -455,7 +464,20 @@ def _class_loss(plan: _Plan) -> KernelSource:
     if win is not None:
         lines.append(f"{ind}wt = ct.gather({array_param(win)}, tgt).astype(ct.float32)")
         wt = "wt"
-    if op == "cross_entropy_loss":
+    if fast:
+        log2e = 1.4426950408889634
+        lines += [f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)",
+                  f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
+                  f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
+                  f"{ind}for j in range({-(-C // BC)}):",
+                  f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
+                  f"padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)",
+                  f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
+                  f"{li}l = l * ct.exp2((m - mn) * {log2e!r}) + ct.exp2(xv * {log2e!r} - mn * {log2e!r})",
+                  f"{li}m = mn",
+                  f"{ind}lse = m + ct.log(ct.sum(l, axis=1, keepdims=True))",
+                  f"{ind}per = (lse - xt) * wt" if win is not None else f"{ind}per = lse - xt"]
+    elif op == "cross_entropy_loss":
         lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
                   f"{ind}l = ct.zeros((BR, 1), dtype=ct.float32)",
                   f"{ind}xt = ct.zeros((BR, 1), dtype=ct.float32)"]
@@ -465,8 +487,7 @@ def _class_loss(plan: _Plan) -> KernelSource:
                 lines.append(f"{ind}sw = ct.zeros((1, 1), dtype=ct.float32)")
         lines.append(f"{ind}for j in range({-(-C // BC)}):")
         lines.append(f"{li}cc = j * BC + ct.arange(BC, dtype=ct.int32)[None, :]")
-        xin = plan.inputs.get(x_ref["ref"])
-        if len(xshape) == 2 and not plan.prologue and xin is not None:
+        if plain:
             # plain (N, C) logits: coalesced tile loads, -inf past the last class / row
             lines.append(f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
                          f"padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)")

@@ -14,6 +14,10 @@ strategies, chosen per spec:
   wrapper views the input as (rows * O0, K0, O1, K1, ...) so every window offset is its own axis; each block loads a
   (BM, K0, BO1, K1, ...) tile with `ct.load` and reduces the K axes (ceil_mode tails: load + in-kernel reshape).
   Tile sizes and the layout come from indexing.MEMORY_TUNING.
+- shifted (overlapping windows, no dilation/indices, power-of-two stride dividing each input dim: max_pool2d(3, 2, 1)
+  on even sizes, 3x3/1 pools): the input is viewed as (rows, In0/s0, s0, ..., InL) and every distinct window shift
+  is one tile-aligned `ct.load` of that view sliced at the block's first output + shift (`Array.slice`); blocks
+  at the start of a dim read their negative-shift halo with a bounds-checked `ct.gather` (see _shifted).
 - global (every output spatial size 1 and a window covering the whole input): a row reduction over (BR, BS) tiles of
   the (rows, positions) view, coalesced `ct.load`s, float32 accumulation.
 """
@@ -127,6 +131,18 @@ class _Pool:
                    for k, s, p, d, o, i in zip(self.k, self.s, self.p, self.d, self.outsp, self.insp))
 
     @property
+    def is_shiftable(self) -> bool:
+        """Windows at a power-of-two stride that divides the input, no dilation, no indices (max_pool2d(3, 2, 1) on
+        an even-sized input, 3x3/1 pools, ...): the input viewed as (rows, In0/s0, s0, ...) holds every window
+        element of a block's outputs in a few shifted, tile-aligned sub-arrays (see _shifted)."""
+        if self.kind not in ("max", "avg") or self.with_indices:
+            return False
+        if not all(d == 1 and s & (s - 1) == 0 and i % s == 0 for d, s, i in zip(self.d, self.s, self.insp)):
+            return False
+        # one load (and a gather fallback) per distinct shift vector: keep the kernel small
+        return prod([len(_shift_groups(k, s, p)) for k, s, p in zip(self.k, self.s, self.p)]) <= 27
+
+    @property
     def rows(self) -> int:
         return prod(self.lead)
 
@@ -149,6 +165,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         return _global(spec, anchor, pool, epilogue)
     if pool.is_aligned:
         return _aligned(spec, anchor, pool, epilogue)
+    if pool.is_shiftable and MEMORY_TUNING["pool_overlap_mode"] == "shifted":
+        return _shifted(spec, anchor, pool, epilogue)
     return _windowed(spec, anchor, pool, epilogue)
 
 
@@ -509,19 +527,35 @@ def _global(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecor
              f"def {kid}_kernel({', '.join(input_args(spec) + [out_param(o) for o in spec.outputs])}, "
              f"BR: ct.Constant[int], BS: ct.Constant[int]):",
              f"    pid = ct.bid(0)"]
-    if is_max:
-        lines += [f"    acc = ct.full((BR, BS), -math.inf, dtype=ct.float32)",
-                  f"    for j in range({-(-S // BS)}):",
+    # S = nfull * BS + the power-of-two parts of the rest (largest first, so each part's offset is a multiple of
+    # its width and it is one tile-aligned load): no lanes are wasted on padding (784 = 512 + 256 + 16); a last
+    # part under 16 positions is one padded load
+    nfull, rest = divmod(S, BS) if S >= BS else (0, S)
+    parts, off = [], nfull * BS
+    while rest:
+        b = _pow2_floor(rest) if rest >= 16 else pow2_at_least(rest)
+        parts.append((b, off))
+        off += b
+        rest = max(0, rest - b)
+    pad = "NEG_INF" if is_max else "ZERO"
+    red, comb = ("ct.max", "ct.maximum") if is_max else ("ct.sum", None)
+    nan = ", propagate_nan=True" if is_max else ""
+    init = "-math.inf" if is_max else "0.0"
+    lines.append(f"    res = ct.full((BR, 1), {init}, dtype=ct.float32)")
+    if nfull:
+        lines += [f"    acc = ct.full((BR, BS), {init}, dtype=ct.float32)",
+                  f"    for j in range({nfull}):",
                   f"        t = ct.load({x}, index=(pid, j), shape=(BR, BS), "
-                  f"padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)",
-                  f"        acc = ct.maximum(acc, t, propagate_nan=True)",
-                  f"    res = ct.max(acc, axis=1, keepdims=True, propagate_nan=True)"]
-    else:
-        lines += [f"    acc = ct.zeros((BR, BS), dtype=ct.float32)",
-                  f"    for j in range({-(-S // BS)}):",
-                  f"        acc = acc + ct.load({x}, index=(pid, j), shape=(BR, BS), "
-                  f"padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)",
-                  f"    res = ct.sum(acc, axis=1, keepdims=True) / {float(pool.divisor or S)!r}"]
+                  f"padding_mode=ct.PaddingMode.{pad}).astype(ct.float32)",
+                  f"        acc = ct.maximum(acc, t, propagate_nan=True)" if is_max else f"        acc = acc + t",
+                  f"    res = {red}(acc, axis=1, keepdims=True{nan})"]
+    for b, o in parts:
+        t = (f"ct.load({x}, index=(pid, {o // b}), shape=(BR, {b}), padding_mode=ct.PaddingMode.{pad})"
+             f".astype(ct.float32)")
+        part = f"{red}({t}, axis=1, keepdims=True{nan})"
+        lines.append(f"    res = ct.maximum(res, {part}, propagate_nan=True)" if is_max else f"    res = res + {part}")
+    if not is_max:
+        lines.append(f"    res = res / {float(pool.divisor or S)!r}")
     env: dict[str, str] = {}
     if rec.op in _TUPLE_OPS:
         register_tuple_items(spec, env, rec.node, ["res", None])
@@ -549,3 +583,206 @@ def _global(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecor
     w.append(ret_outputs(spec))
     return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
                   [f"{rec.op}: global pooling as a row reduction over {S} positions, tile {BR} x {BS}"])
+
+
+def _shift_groups(k: int, s: int, p: int) -> dict[int, tuple[int, int]]:
+    """Window offsets e = k - p of one dim grouped by the split view's (block shift q, phase range [a, b]):
+    input index o*s + e = (o + q)*s + r with q = e // s, r = e % s."""
+    groups: dict[int, list[int]] = {}
+    for kk in range(k):
+        e = kk - p
+        groups.setdefault(e // s, []).append(e % s)
+    return {q: (min(rs), max(rs)) for q, rs in sorted(groups.items())}
+
+
+def _phase_load(a: int, b: int, s: int) -> tuple[int, int, bool]:
+    """(tile size, tile index, needs a mask) along a phase axis of length s to cover phases a..b."""
+    n = b - a + 1
+    if n & (n - 1) == 0 and a % n == 0:
+        return n, a // n, False
+    return s, 0, True
+
+
+def _shifted(spec: KernelSpec, rec: OpRecord, pool: _Pool, epilogue: list[OpRecord]) -> KernelSource:
+    """Overlapping windows without gathers. The wrapper views the input as (rows, N0, s0, N1, s1, ...) (Ni = Ini /
+    si, a free view); the window element k of output o along a dim sits at (o + q, r) with q = (k - p) // s,
+    r = (k - p) % s. For every distinct shift vector q a block loads one tile-aligned, coalesced
+    (BR, BO0, ., BO1, ., ...) tile of the view sliced at (o0 + q) (`Array.slice`, runtime start), reduces its
+    phase axes and folds it into the accumulator: max_pool2d(3, 2, 1) takes 4 loads (2x2, 2x1, 1x2 and 1x1
+    phases) instead of 9 gathers, and each input element comes from DRAM once (the shifted loads hit L2). A
+    shifted tile that would start before the input (the first block along a dim, where the window reaches into
+    the padding) or lies past its end is read with `ct.gather` instead (bounds-checked, padded)."""
+    nd, kid = pool.nd, spec.id
+    R, K, S, P, O, In = pool.rows, pool.k, pool.s, pool.p, pool.outsp, pool.insp
+    N = [i // s for i, s in zip(In, S)]
+    is_max = pool.kind == "max"
+    budget = int(MEMORY_TUNING["pool_overlap_outputs"])
+    BO = [1] * nd
+    rem = budget
+    for i in reversed(range(nd)):
+        cap = min(rem, int(MEMORY_TUNING["pool_overlap_cols" if i == nd - 1 else "pool_overlap_rows"]))
+        BO[i] = pow2_at_least(O[i], 1, _pow2_floor(max(1, cap)))
+        rem = max(1, rem // BO[i])
+    BR = pow2_at_least(R, 1, _pow2_floor(rem))
+    nb = [-(-o // b) for o, b in zip(O, BO)]
+    nbp = prod(nb)
+    rank = 1 + 2 * nd
+    # "merged": the innermost dim stays unsplit in the view (rows of the input contiguous, 16-byte strides: TMA
+    # eligible) and the loaded (.., BO * s) tile is reshaped in registers; "split": (.., N, s) view axes
+    merged = MEMORY_TUNING["pool_overlap_inner"] == "merged"
+    vrank = rank - 1 if merged else rank
+    x = array_param(pool.x)
+    pad = "ct.PaddingMode.NEG_INF" if is_max else "ct.PaddingMode.ZERO"
+    padv = "-math.inf" if is_max else "0.0"
+    params = ", ".join(input_args(spec) + [out_param(o) for o in spec.outputs])
+    consts = ", ".join(["BR: ct.Constant[int]"] + [f"BO{i}: ct.Constant[int]" for i in range(nd)])
+    lines = ["@ct.kernel", f"def {kid}_kernel({params}, {consts}):", f"{I}bid = ct.bid(0)",
+             f"{I}pid_r = bid // {nbp}" if nbp > 1 else f"{I}pid_r = bid"]
+    if nbp > 1:
+        lines.append(f"{I}q = bid % {nbp}")
+    for i in range(nd):
+        inner = prod(nb[i + 1:])
+        expr = "q" if inner == 1 else f"(q // {inner})"
+        if nb[i] == 1:
+            lines.append(f"{I}pid_{i} = 0")
+        else:
+            lines.append(f"{I}pid_{i} = {expr} % {nb[i]}" if i > 0 else f"{I}pid_{i} = {expr}")
+        lines.append(f"{I}os{i} = pid_{i} * BO{i}")
+
+    def at(axis: int, n: str) -> str:
+        shape = ["1"] * rank
+        shape[axis] = n
+        return tup(shape)
+
+    acc_shape = tup(["BR"] + [v for i in range(nd) for v in (f"BO{i}", "1")])
+    lines.append(f"{I}acc = ct.full({acc_shape}, {padv}, dtype=ct.float32)")
+    groups = [_shift_groups(K[i], S[i], P[i]) for i in range(nd)]
+    gather_rows_done = False
+    combos = [[]]
+    for g in groups:
+        combos = [c + [q] for c in combos for q in g]
+    # the unshifted tile first: it brings the block's data from DRAM, the shifted ones mostly hit L2
+    combos.sort(key=lambda c: (sum(abs(q) for q in c), c))
+    last = nd - 1
+    for combo in combos:
+        loads = [_phase_load(*groups[i][q], S[i]) for i, q in enumerate(combo)]
+        if merged:  # the innermost dim is unsplit: always whole (output, phase) pairs, unneeded phases masked
+            a_, b_ = groups[last][combo[last]]
+            loads[last] = (S[last], 0, (a_, b_) != (0, S[last] - 1))
+        split_shape = ["BR"] + [v for i in range(nd) for v in (f"BO{i}", str(loads[i][0]))]
+        shape = tup(split_shape[:-2] + [f"BO{last} * {S[last]}"] if merged else split_shape)
+        conds, view, index = [], x, ["pid_r"]
+        never = False  # the slice start is out of range in every block (one block along a dim): gather only
+        for i, q in enumerate(combo):
+            start = f"os{i} + {q}" if q > 0 else (f"os{i} - {-q}" if q < 0 else f"os{i}")
+            if q < 0:
+                conds.append(f"({start} >= 0)")
+                never = never or nb[i] == 1
+            if (nb[i] - 1) * BO[i] + q >= N[i]:
+                conds.append(f"({start} < {N[i]})")
+                never = never or q >= N[i]
+            inner = merged and i == last
+            if q != 0:
+                el = f"({start}) * {S[i]}" if inner else start
+                view = f"{view}.slice(axis={1 + 2 * i}, start={el}, stop={In[i] if inner else N[i]})"
+                index.append("0")
+            else:
+                index.append(f"pid_{i}")
+            if not inner:
+                index.append(str(loads[i][1]))
+        load = f"ct.load({view}, index={tup(index)}, shape={shape}, padding_mode={pad})"
+        ind = I
+        if conds:
+            if not gather_rows_done:
+                gather_rows_done = True
+                lines.append(f"{I}gr = ct.reshape(pid_r * BR + ct.arange(BR, dtype=ct.int32), "
+                             f"{tup(['BR'] + ['1'] * (vrank - 1))})")
+            if not never:
+                lines.append(f"{I}if {' & '.join(conds) if len(conds) > 1 else conds[0]}:")
+                ind = I + I
+        if not never:
+            lines.append(f"{ind}v = {load}")
+        if conds:
+            if not never:
+                lines.append(f"{I}else:")
+            ind = I + I if not never else I
+
+            def at_v(axis: int, n: str) -> str:
+                sh = ["1"] * vrank
+                sh[axis] = n
+                return tup(sh)
+
+            gidx = ["gr"]
+            for i, q in enumerate(combo):
+                sz, ti, _ = loads[i]
+                off = f"os{i} + {q}" if q > 0 else (f"os{i} - {-q}" if q < 0 else f"os{i}")
+                if merged and i == last:
+                    gidx.append(f"ct.reshape(({off}) * {S[i]} + ct.arange(BO{i} * {S[i]}, dtype=ct.int32), "
+                                f"{at_v(vrank - 1, f'BO{i} * {S[i]}')})")
+                    continue
+                gidx.append(f"ct.reshape({off} + ct.arange(BO{i}, dtype=ct.int32), {at_v(1 + 2 * i, f'BO{i}')})")
+                gidx.append(f"ct.reshape({ti * sz} + ct.arange({sz}, dtype=ct.int32), {at_v(2 + 2 * i, str(sz))})")
+            lines.append(f"{ind}v = ct.gather({x}, {tup(gidx)}, padding_value={padv})")
+        lines.append(f"{I}v = v.astype(ct.float32)")
+        if merged:
+            lines.append(f"{I}v = ct.reshape(v, {tup(split_shape)})")
+        for i, q in enumerate(combo):
+            sz, _, masked = loads[i]
+            if masked:
+                a, b = groups[i][q]
+                ph = f"ct.arange({sz}, dtype=ct.int32)"
+                lines.append(f"{I}ph = ct.reshape({ph}, {at(2 + 2 * i, str(sz))})")
+                lines.append(f"{I}v = ct.where((ph >= {a}) & (ph <= {b}), v, {padv})")
+        axes = [2 + 2 * i for i in range(nd) if loads[i][0] > 1]
+        red = "v"
+        if axes:
+            fn = "ct.max" if is_max else "ct.sum"
+            extra = ", propagate_nan=True" if is_max else ""
+            red = f"{fn}(v, axis={tup(axes) if len(axes) > 1 else axes[0]}, keepdims=True{extra})"
+        lines.append(f"{I}acc = ct.maximum(acc, {red}, propagate_nan=True)" if is_max else f"{I}acc = acc + {red}")
+    out_tile = tup(["BR"] + [f"BO{i}" for i in range(nd)])
+    lines.append(f"{I}acc = ct.reshape(acc, {out_tile})")
+    osp = []
+    for i in range(nd):
+        shape = ["1"] * (nd + 1)
+        shape[i + 1] = f"BO{i}"
+        lines.append(f"{I}o{i} = ct.reshape(os{i} + ct.arange(BO{i}, dtype=ct.int32), {tup(shape)})")
+        osp.append(f"o{i}")
+    if pool.kind == "avg":
+        if pool.divisor is not None:
+            lines.append(f"{I}acc = acc / {float(pool.divisor)!r}")
+        else:
+            terms = []
+            for i in range(nd):
+                lines.append(f"{I}ws{i} = o{i} * {S[i]} - {P[i]}")
+                lines.append(f"{I}we{i} = ct.minimum(ws{i} + {K[i]}, {In[i] + P[i]})")
+                terms.append(f"(we{i} - ws{i})" if pool.count_include_pad
+                             else f"(ct.minimum(we{i}, {In[i]}) - ct.maximum(ws{i}, 0))")
+            lines.append(f"{I}acc = acc / ct.broadcast_to(({' * '.join(terms)}).astype(ct.float32), {out_tile})")
+    env: dict[str, str] = {rec.node: "acc"}
+    if epilogue:
+        lines.append(f"{I}rr = ct.reshape(pid_r * BR + ct.arange(BR, dtype=ct.int32), {tup(['BR'] + ['1'] * nd)})")
+        lead = decode("rr", pool.lead, lines, I, "l")
+        row = osp[-2] if nd >= 2 else (lead[-1] if lead else "0")
+        for key, c in ((ROW_INDEX, row), (COL_INDEX, osp[-1])):
+            env[key] = f"ct.zeros({out_tile}, dtype=ct.int32)" if c == "0" else f"ct.broadcast_to({c}, {out_tile})"
+        sides = SideLoader(spec, lead + osp, pool.out_shape, out_tile, lines, I, exclude=[pool.x.graph_value])
+        env = elementwise(epilogue, env, sides, lines, I)
+    _store_lines(spec, env, out_tile, tup(["pid_r"] + [f"pid_{i}" for i in range(nd)]), lines)
+    kernel = "\n".join(lines)
+
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    view = [R] + [v for n, s in zip(N, S) for v in (n, s)]
+    if merged:
+        view = view[:-2] + [In[-1]]
+    w.append(f"{I}{x} = {x}.reshape({', '.join(map(str, [R] + In))}).view({', '.join(map(str, view))})")
+    alloc_outputs(spec, device, w)
+    _check_output_shapes(spec, pool)
+    outs = [f"{o.name}.view({', '.join(map(str, [R] + O))})" for o in spec.outputs]
+    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({-(-R // BR) * nbp}, 1, 1), {kid}_kernel, "
+             f"({', '.join(input_args(spec) + outs + [str(BR)] + [str(b) for b in BO])}))")
+    w.append(ret_outputs(spec))
+    return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
+                  [f"{rec.op}: window {K}, stride {S}, padding {P}; input viewed as {view}, {len(combos)} shifted "
+                   f"tile loads per block of {BR} rows x {BO} outputs"])

@@ -11,7 +11,8 @@ innermost (the `col` layout) and scans along tile axis 1.
 from __future__ import annotations
 
 from ..specs import KernelSpec
-from .base import KernelSource, Unsupported
+from .base import KernelSource, Unsupported, pow2_at_least
+from .indexing import MEMORY_TUNING
 from .rowwise import (FLOAT_DTYPES, NUM_SM, Kernel, SameShapeGen, cdiv, choose_tiles_full_row, decode, emit_ops,
                       input_ctx, make_layout, norm_dims, pow2_floor, prod, split_spec)
 
@@ -46,11 +47,25 @@ def generate(spec: KernelSpec) -> KernelSource:
                     raise Unsupported(f"integer {kind} with fused elementwise ops")
             else:
                 acc = "ct.int64"
-    layout = choose_tiles_full_row(make_layout(shape, dims), max_single=4096, chunk=2048, tile_elems=4096)
+    chunk = int(MEMORY_TUNING["scan_chunk_elems"])
+    layout = choose_tiles_full_row(make_layout(shape, dims), max_single=int(MEMORY_TUNING["scan_max_single"]),
+                                   chunk=chunk, tile_elems=int(MEMORY_TUNING["scan_tile_elems"]))
+    if layout.kind == "col" and layout.nch > 1:
+        # a chunked scan over a middle dim: wide contiguous windows of the inner dims (whole 128-byte lines and
+        # more per row of the tile), the chunk filled along the scanned dim, one outer row per block
+        layout.BI = min(pow2_at_least(layout.I), int(MEMORY_TUNING["scan_col_bi"]))
+        layout.BR = max(1, chunk // layout.BI)
+        layout.BO = 1
     gen = SameShapeGen(spec, parts, layout)
     segments = 1
-    if kind in _SEGMENTED and not parts.prologue and layout.blocks() < NUM_SM and layout.nch >= 8:
-        segments = min(pow2_floor(max(1, (2 * NUM_SM) // layout.blocks())), pow2_floor(layout.nch // 2), 256)
+    if kind in _SEGMENTED and not parts.prologue and layout.nch >= 4:
+        # too few (row tile, inner window) blocks to fill the GPU with serial chunk loops: cut each row into
+        # segments (a first kernel reduces every segment to its total, the scan starts each segment from the
+        # combined totals of the earlier ones; 1.5x the traffic of one pass, but every SM streams)
+        target = int(MEMORY_TUNING["scan_min_blocks"])
+        cap = min(pow2_floor(layout.nch // 2), int(MEMORY_TUNING["scan_max_segments"]))
+        while layout.blocks() * segments < target and segments * 2 <= cap:
+            segments *= 2
     scan = _Scan(gen, kind, acc, segments if segments >= 2 else 1)
     scan.emit()
     doc = (f"{', '.join(spec.operations)}: {kind} along dim {dims} of {shape} as {layout.kind} "

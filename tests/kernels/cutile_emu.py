@@ -364,6 +364,26 @@ class _RoundingMode:
     FULL = "full"
 
 
+def _array_slice(array, axis, start, stop):
+    """Array.slice: a view of `array` restricted to [start, stop) along `axis` (0 <= start < N, start <= stop <= N,
+    as cuTile requires; loads from the view pad past its end)."""
+    n = array.shape[axis]
+    start, stop = _int(start), _int(stop)
+    if not (0 <= start < n and start <= stop <= n):
+        raise ValueError(f"Array.slice(axis={axis}, start={start}, stop={stop}) out of range for size {n}")
+    return array.narrow(axis, start, stop - start)
+
+
+def extract(x, index, shape):
+    """Sub-tile `index` (tile space) of shape `shape`."""
+    shape = _check_shape(shape)
+    index = (index,) if not isinstance(index, tuple) else index
+    x = _t(x)
+    if len(shape) != x.dim() or builtins.any(n % s for n, s in zip(x.shape, shape)):
+        raise ValueError(f"extract: shape {shape} does not divide the tile shape {tuple(x.shape)}")
+    return x[tuple(slice(_int(i) * s, _int(i) * s + s) for i, s in zip(index, shape))]
+
+
 def build_module() -> types.ModuleType:
     m = types.ModuleType("cutile_emu_ct")
     g = globals()
@@ -371,7 +391,8 @@ def build_module() -> types.ModuleType:
                  "gather", "where", "maximum", "minimum", "sum", "max", "min", "argmax", "argmin", "exp", "exp2",
                  "log", "log2", "sqrt", "rsqrt", "abs", "floor", "ceil", "isnan", "tanh", "sin", "cos", "negative",
                  "pow", "truediv", "atan2", "broadcast_to", "reshape", "astype", "permute", "transpose",
-                 "expand_dims", "cat", "mma", "static_iter", "bitcast", "load_advanced_indexing", "Slice"]:
+                 "expand_dims", "cat", "mma", "static_iter", "bitcast", "load_advanced_indexing", "Slice",
+                 "extract"]:
         setattr(m, name, g[name])
     m.Constant = _Constant
     m.PaddingMode = _PaddingMode
@@ -387,8 +408,10 @@ def build_module() -> types.ModuleType:
 def emulated():
     """Patch torch.Tensor with cuTile tile methods and torch.cuda.current_stream for the duration."""
     had = hasattr(torch.Tensor, "astype")
+    had_slice = hasattr(torch.Tensor, "slice")
     real_stream = torch.cuda.current_stream
     torch.Tensor.astype = lambda self, dtype: self.to(dtype)
+    torch.Tensor.slice = _array_slice
     torch.cuda.current_stream = lambda *a, **k: None
     try:
         yield build_module()
@@ -396,6 +419,8 @@ def emulated():
         torch.cuda.current_stream = real_stream
         if not had:
             del torch.Tensor.astype
+        if not had_slice:
+            del torch.Tensor.slice
 
 
 def emulated_check(spec, source, make_input=None, seed: int = 0):

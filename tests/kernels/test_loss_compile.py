@@ -52,6 +52,12 @@ CASES = {
     "cross_entropy_many_classes_fp16": (forward("F.cross_entropy(x, y)", XY),
                                         "[torch.randn(5, 1500).half(), torch.randint(0, 1500, (5,))]",
                                         {"int_ranges": {"y": (0, 1500)}}),
+    "cross_entropy_weight_ignore_2d": (forward("F.cross_entropy(x, y, weight=z, ignore_index=2)", XYZ),
+                                       "[torch.randn(37, 2500), torch.randint(0, 2500, (37,)), torch.rand(2500) + 0.1]",
+                                       {"int_ranges": {"y": (0, 4)}, "positive": ("z",)}),
+    "cross_entropy_none_bf16_2d": (forward("F.cross_entropy(x, y, reduction='none')", XY),
+                                   "[torch.randn(6, 3000).to(torch.bfloat16), torch.randint(0, 3000, (6,))]",
+                                   {"int_ranges": {"y": (0, 3000)}}),
     "cross_entropy_none_scaled": (forward("F.cross_entropy(x / 2.0, y, reduction='none')", XY),
                                   "[torch.randn(9, 10), torch.randint(0, 10, (9,))]",
                                   {"int_ranges": {"y": (0, 10)}}),
@@ -116,6 +122,7 @@ def test_unsupported_losses_become_skeletons():
 
 
 @pytest.mark.parametrize("name", ["mse_mean", "cross_entropy_weight_smoothing", "cross_entropy_nd_ignore",
+                                  "cross_entropy_weight_ignore_2d", "cross_entropy_many_classes_fp16",
                                   "cosine_similarity_broadcast", "triplet_swap_p1_sum", "bce_logits_pos_weight"])
 def test_loss_strided_inputs(name):
     """Non-contiguous operands (flattened by the wrapper or read through their strides)."""

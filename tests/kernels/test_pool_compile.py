@@ -13,6 +13,18 @@ FAMILY = "pool"
 # name → (forward body, inputs)
 CASES = {
     "max2d_k3s2p1_fp16": (forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(2, 5, 17, 19).half()]"),
+    "shifted_max2d_k3s2p1_even": (forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(2, 5, 18, 22).half()]"),
+    "shifted_max2d_k3s2p1_multiblock": (forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(3, 2, 48, 136)]"),
+    "shifted_max2d_k3s1p1_relu": (forward("F.relu(F.max_pool2d(x, 3, 1, 1))"), "[torch.randn(2, 3, 12, 70)]"),
+    "shifted_max2d_k5s2p2_ceil_bf16": (forward("F.max_pool2d(x, 5, 2, 2, ceil_mode=True)"),
+                                        "[torch.randn(2, 3, 20, 74).to(torch.bfloat16)]"),
+    "shifted_avg2d_k3s2p1_exclude": (forward("F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)"),
+                                     "[torch.randn(2, 3, 36, 80)]"),
+    "shifted_avg2d_k3s2p1_include_ceil": (forward("F.avg_pool2d(x, 3, 2, 1, ceil_mode=True)"),
+                                          "[torch.randn(2, 3, 16, 20).half()]"),
+    "shifted_max1d_k3s2": (forward("F.max_pool1d(x, 3, 2)"), "[torch.randn(3, 4, 140)]"),
+    "shifted_max3d_k3s2p1": (forward("F.max_pool3d(x, 3, 2, 1)"), "[torch.randn(2, 3, 6, 8, 10)]"),
+    "shifted_max2d_k3s4": (forward("F.max_pool2d(x, (3, 2), (4, 1), (1, 0))"), "[torch.randn(2, 3, 16, 40)]"),
     "max2d_ceil_dilation": (forward("F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True)"),
                             "[torch.randn(2, 3, 20, 23)]"),
     "max2d_indices": (forward("F.max_pool2d(x, 3, 2, 1, return_indices=True)"), "[torch.randn(2, 3, 11, 13)]"),
@@ -45,7 +57,7 @@ CASES = {
     "adaptive_max2d_global": (forward("F.adaptive_max_pool2d(x, 1)"), "[torch.randn(2, 70, 33, 35)]"),
     "adaptive_max3d": (forward("F.adaptive_max_pool3d(x, (2, 3, 3))"), "[torch.randn(2, 3, 5, 7, 8)]"),
 }
-BOTH_ARCHES = {"aligned_max2d_ceil_odd", "max2d_k3s2p1_fp16", "avg2d_ceil_exclude_pad",
+BOTH_ARCHES = {"aligned_max2d_ceil_odd", "shifted_max2d_k3s2p1_even", "max2d_k3s2p1_fp16", "avg2d_ceil_exclude_pad",
                "adaptive_avg2d_global_fp16_relu"}
 
 
@@ -74,6 +86,14 @@ def test_aligned_pooling_uses_tile_loads():
     spec = snippet_spec(*CASES["aligned_max2d_large"], FAMILY)
     code = generate_kernel(spec).code
     assert "ct.load(" in code and "ct.gather(" not in code
+
+
+def test_overlapping_pooling_uses_shifted_tile_loads():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(*CASES["shifted_max2d_k3s2p1_multiblock"], FAMILY)
+    code = generate_kernel(spec).code
+    assert ".slice(" in code and code.count("ct.load(") == 4
 
 
 def test_global_pooling_is_a_row_reduction():
