@@ -55,7 +55,7 @@ EXTRA_CASES = [
 VARIANTS = {
     "default": {},
     "old": {"persistent": False, "load_latency": None, "store_tma": None, "row_tile_elems": 4096,
-            "col_min_bi": 32, "col_max_single": 8192},
+            "col_min_bi": 32, "col_max_single": 8192, "group_channel_rows": False, "lane_softmax": False},
     "nopersist": {"persistent": False},
     "occ1": {"occupancy": 1},
     "occ4": {"occupancy": 4},
@@ -71,6 +71,16 @@ VARIANTS = {
     # inner-dim (col layout) windows
     "col32": {"col_min_bi": 32, "col_max_single": 8192},
     "col128": {"col_min_bi": 128, "col_max_single": 32768},
+    # group norm: flat (N*G, C/G*HW) rows with per-element weight gathers (the previous default); channel rows
+    # (N*G, C/G, HW) chunked over HW in two passes (8x512 or 8x1024 chunks) instead of the whole group in one
+    # (8, 4096) tile (default; AOT sm_90: one tile 12 s / 1.9 MB cubin, 8x512 1.6 s, 8x1024 3.2 s, flat 2.5 s)
+    "gnflat": {"group_channel_rows": False},
+    "gn8k": {"group_max_single": 8192},
+    "gnchunk8k": {"group_max_single": 8192, "group_chunk": 8192},
+    # long rows: per-chunk tile sums of exp (the previous online softmax) instead of lane-wise sums; a load
+    # latency hint on the chunk loops (AOT: layer_norm 1.1 s, softmax 12.8 s)
+    "lanesum": {"lane_softmax": False},
+    "longlat": {"long_latency": 10},
     # reductions: elements per tile
     "red8k": {"red_tile_elems": 8192},
     "red16k": {"red_tile_elems": 16384},
@@ -79,11 +89,13 @@ COMMON = ["default", "old", "nopersist", "occ1", "occ4", "nohints", "tmastore", 
 
 
 def variants_for(label: str, family: str) -> list[str]:
+    if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
+        return ["default", "old", "gnflat", "gn8k", "gnchunk8k", "occ1", "nopersist"]
     names = list(COMMON)
     if family in ("softmax", "norm"):
         names += ["tile4k", "tile16k"]
     if "two-pass" in label:
-        names += ["chunk8k"] + (["single32k"] if "32768" in label else [])
+        names += ["chunk8k", "longlat"] + (["lanesum", "single32k"] if "32768" in label else [])
     if "inner dim" in label:
         names += ["col32", "col128"]
     if family == "reduction":

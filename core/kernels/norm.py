@@ -3,7 +3,10 @@
 elementwise prologue (a residual add, also written out when the sum is used again) and epilogue (activation).
 
 Statistic norms view the input as rows of the normalized elements: layer/rms norm (M, prod(normalized_shape)),
-group norm (N*G, C/G*HW) (side inputs are re-viewed with C split into (G, C/G)), instance norm (N*C, HW). A row
+group norm (N*G, C/G, HW) channel rows (one weight/bias value per channel row, folded with the statistics into a
+per-row scale and shift; the whole group in one tile up to TUNING["group_max_single"] elements, else chunks of
+HW) or, for short channel rows and few long groups, flat (N*G, C/G*HW) rows (side inputs are re-viewed with C
+split into (G, C/G)), instance norm (N*C, HW) (weight/bias one value per row, also folded). A row
 that fits a tile (up to 8192 elements) is normalized from registers with the two-pass mean/variance; longer
 rows take a statistics pass (per-chunk mean and M2 merged with Chan's formula) and a normalizing pass.
 Running-statistics norms are per-channel affine maps: a 2D grid of (rows, column chunks) tiles over (N*C, HW),
@@ -14,7 +17,10 @@ from __future__ import annotations
 
 from ..specs import KernelSpec, TensorSpec
 from .base import KernelSource, Unsupported
-from .rowwise import (FLOAT_DTYPES, NUM_SM, Code, Kernel, Layout, Parts, SameShapeGen, cdiv, choose_tiles,
+from dataclasses import dataclass
+
+from .base import pow2_at_least
+from .rowwise import (FLOAT_DTYPES, NUM_SM, TUNING, Code, Kernel, Layout, Parts, SameShapeGen, cdiv, choose_tiles,
                       choose_tiles_full_row, decode, emit_ops, flit, make_layout, pow2_floor, prod, ref_of,
                       split_spec)
 
@@ -73,7 +79,9 @@ def generate(spec: KernelSpec) -> KernelSource:
         if len(shape) < 2 or shape[1] % groups:
             raise Unsupported(f"group_norm with {groups} groups on {shape}")
         virtual = [shape[0], groups, shape[1] // groups] + shape[2:]
-        layout = choose_tiles_full_row(make_layout(virtual, list(range(2, len(virtual)))))
+        layout = _group_layout(virtual)
+        if layout is None:  # flat rows (N*G, C/G*HW)
+            layout = choose_tiles_full_row(make_layout(virtual, list(range(2, len(virtual)))))
         return _RowNorm(spec, parts, layout, shape, "group", eps, w, b, groups=groups).build()
     if name == "instance_norm":
         w, b = _tensor(parts, op, 1, "weight"), _tensor(parts, op, 2, "bias")
@@ -98,6 +106,104 @@ def generate(spec: KernelSpec) -> KernelSource:
             raise Unsupported(f"{name} with batch statistics (training mode)")
         return _ChannelAffine(spec, parts, shape, w, b, mean, var, eps).build()
     raise Unsupported(f"normalization {op.target}")
+
+
+@dataclass
+class _GroupLayout(Layout):
+    """Group norm's (N*G, C/G, HW) view of the virtual shape (N, G, C/G, *S): a tile (BO, BC, BR) holds BO groups
+    of BC channel rows (C/G padded) and BR spatial positions; statistics reduce over tile axes 1 and 2, and each
+    channel row's weight/bias is one value (a (BO, BC, 1) gather)."""
+
+    C: int = 1  # channels per group
+    BC: int = 1
+
+    @property
+    def view_shape(self) -> tuple[int, ...]:
+        return (self.O, self.C, self.R)
+
+    @property
+    def tile(self) -> str:
+        return f"({self.BO}, {self.BC}, {self.BR})"
+
+    @property
+    def axis(self):
+        return (1, 2)
+
+    @property
+    def red_tile(self) -> str:
+        return f"({self.BO}, 1, 1)"
+
+    @property
+    def red_view_shape(self) -> tuple[int, ...]:
+        return (self.O, 1, 1)
+
+    def tiles_grid(self) -> tuple[int, ...]:
+        return (cdiv(self.O, self.BO),)
+
+    def tile_index(self, chunk: str) -> str:
+        return f"(pid, 0, {chunk})"
+
+    def red_index(self) -> str:
+        return "(pid, 0, 0)"
+
+    def emit_block_coords(self, code: Code) -> None:
+        if self.persistent:
+            code(f"for pid in range(ct.bid(0), {cdiv(self.O, self.BO)}, ct.num_blocks(0)):")
+            code.level += 1
+        else:
+            code("pid = ct.bid(0)")
+        scaled = f"pid * {self.BO}" if self.BO > 1 else "pid"
+        code(f"rows = {scaled} + ct.arange({self.BO}, dtype=ct.int32)[:, None, None]")
+        code(f"chans = ct.arange({self.BC}, dtype=ct.int32)[None, :, None]")
+
+    def emit_chunk_coords(self, code: Code, chunk: str) -> None:
+        start = "" if chunk == "0" else f"{chunk} * {self.BR} + "
+        code(f"cols = {start}ct.arange({self.BR}, dtype=ct.int32)[None, None, :]")
+
+    def input_groups(self) -> list[tuple[str, list[int]]]:
+        return [("rows", self.dims_o), ("chans", [2]), ("cols", self.dims_r)]
+
+    def output_groups(self) -> list[tuple[str, list[int]]]:
+        return [("rows", self.dims_o)]
+
+    def needs_mask(self) -> bool:
+        return self.R % self.BR != 0 or self.C != self.BC
+
+    def valid(self) -> str | None:
+        conds = ([f"(cols < {self.R})"] if self.R % self.BR else []) + \
+            ([f"(chans < {self.C})"] if self.C != self.BC else [])
+        return " & ".join(conds) if conds else None
+
+    @property
+    def count(self) -> int:
+        return self.C * self.R
+
+    @property
+    def chunk_elems(self) -> int:
+        return self.BC * self.BR
+
+
+def _group_layout(virtual: list[int]) -> _GroupLayout | None:
+    """The channel-row layout of group norm per TUNING, or None where flat rows suit better (short channel
+    rows, a group of too many channels for a chunk, or few long groups that want the segmented statistics)."""
+    N, G, cpg = virtual[:3]
+    hw = prod(virtual[3:])
+    if not TUNING["group_channel_rows"] or hw < max(2, TUNING["group_min_hw"]):
+        return None
+    bc = pow2_at_least(cpg)
+    full = pow2_at_least(hw)
+    L = _GroupLayout("group", list(virtual), None, N * G, hw, 1, [0, 1], list(range(3, len(virtual))), [],
+                     C=cpg, BC=bc)
+    if bc * full <= TUNING["group_max_single"]:
+        L.BR = full
+        L.BO = min(pow2_at_least(L.O), max(1, TUNING["row_tile_elems"] // (bc * full)))
+        while L.BO > 1 and L.blocks() < NUM_SM and L.BO * bc * full > 512:
+            L.BO //= 2
+        return L
+    L.BR = min(full, max(1, TUNING["group_chunk"] // bc))
+    if L.BR < 32 or L.blocks() < NUM_SM:
+        return None
+    return L
 
 
 def _main_dtype(parts: Parts) -> str:
@@ -151,6 +257,9 @@ class _RowNorm:
             name = kern.tensor(f"a_{t.name}", f"{t.name}.reshape(1, {L.R})")
             k(f"{var} = ct.load({name}, index=(0, {chunk}), shape=(1, {L.BR}), "
               f"padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)")
+        elif isinstance(L, _GroupLayout):
+            name = kern.tensor(f"a_{t.name}", t.name)
+            k(f"{var} = ct.gather({name}, (rows % {self.groups}) * {L.C} + chans).astype(ct.float32)")
         elif self.kind == "group":
             name = kern.tensor(f"a_{t.name}", t.name)
             cpg = self.shape[1] // self.groups
@@ -166,13 +275,7 @@ class _RowNorm:
         """Load the chunk (prologue included), normalize it with `mean`/`rstd`, run the epilogue, store."""
         k = kern.body
         t, env, ctx = self.gen.load_tile(chunk, kern)
-        k(f"y = {t} * rstd" if self.rms else f"y = ({t} - mean) * rstd")
-        w = self.param_tile(kern, self.w, chunk)
-        b = self.param_tile(kern, self.b, chunk)
-        if w:
-            k(f"y = y * {w}")
-        if b:
-            k(f"y = y + {b}")
+        self.emit_normalized(kern, t, chunk)
         env = dict(env)
         env[self.parts.anchor.node] = "y"
         for gv, idx in self.parts.getitems.items():
@@ -183,8 +286,9 @@ class _RowNorm:
         self.gen.store_outputs(env, chunk, outs, kern)
 
     def masked(self, k: Code, t: str) -> str:
-        if self.L.needs_mask():
-            k(f"xs = ct.where(cols < {self.L.R}, {t}, 0.0)")
+        valid = self.L.valid()
+        if valid:
+            k(f"xs = ct.where({valid}, {t}, 0.0)")
             return "xs"
         return t
 
@@ -199,13 +303,15 @@ class _RowNorm:
         if self.rms:
             k(f"ss = ss + ct.sum({xs} * {xs}, axis={ax}, keepdims=True)")
             return
-        if L.needs_mask():
-            k(f"cn = ct.sum(ct.where(cols < {L.R}, 1.0, 0.0), axis={ax}, keepdims=True)")
+        valid = L.valid()
+        if valid:
+            # the mask may not span every reduced tile axis (group tiles: C/G is reduced too)
+            k(f"cn = ct.sum(ct.broadcast_to(ct.where({valid}, 1.0, 0.0), {L.tile}), axis={ax}, keepdims=True)")
         else:
-            k(f"cn = ct.full({L.red_tile}, {flit(L.BR)}, dtype=ct.float32)")
+            k(f"cn = ct.full({L.red_tile}, {flit(L.chunk_elems)}, dtype=ct.float32)")
         k(f"cmean = ct.sum({xs}, axis={ax}, keepdims=True) / cn")
         cdev = f"{xs} - cmean"
-        k(f"cdev = ct.where(cols < {L.R}, {cdev}, 0.0)" if L.needs_mask() else f"cdev = {cdev}")
+        k(f"cdev = ct.where({valid}, {cdev}, 0.0)" if valid else f"cdev = {cdev}")
         k(f"cm2 = ct.sum(cdev * cdev, axis={ax}, keepdims=True)")
         k("tot = n + cn")
         k("delta = cmean - mean")
@@ -213,20 +319,73 @@ class _RowNorm:
         k("m2 = m2 + cm2 + delta * delta * (n * cn / tot)")
         k("n = tot")
 
+    @property
+    def lane_stats(self) -> bool:
+        return bool(TUNING["lane_norm"]) and not isinstance(self.L, _GroupLayout)
+
+    def init_lane_stats(self, k: Code) -> None:
+        L = self.L
+        names = ("ssl",) if self.rms else ("ml", "m2l")
+        for v in names:
+            k(f"{v} = ct.full({L.tile}, 0.0, dtype=ct.float32)")
+        if not self.rms:
+            k(f"nl = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
+
+    def accumulate_lanes(self, kern: Kernel, chunk: str) -> None:
+        """Fold one chunk into per-lane statistics without reducing: a sum of squares, or Welford's running
+        mean and M2 per lane (every lane but the last chunk's padding sees one element per chunk, so the count
+        is one per-row value and its reciprocal is taken once per chunk)."""
+        k, L = kern.body, self.L
+        t, env, ctx = self.gen.load_tile(chunk, kern)
+        if self.pro_outs:
+            self.gen.store_outputs(env, chunk, self.pro_outs, kern)
+        if self.rms:
+            xs = self.masked(k, t)
+            k(f"ssl = ssl + {xs} * {xs}")
+            return
+        k("nl = nl + 1.0")
+        k("rn = 1.0 / nl")
+        k(f"delta = {t} - ml")
+        k("ml_new = ml + delta * rn")
+        k(f"m2l_new = m2l + delta * ({t} - ml_new)")
+        valid = L.valid()
+        if valid:  # padding lanes of the last chunk keep their statistics (and count one chunk less)
+            k(f"ml = ct.where({valid}, ml_new, ml)")
+            k(f"m2l = ct.where({valid}, m2l_new, m2l)")
+        else:
+            k("ml = ml_new")
+            k("m2l = m2l_new")
+
+    def merge_lanes(self, k: Code) -> None:
+        """Per-row statistics from the per-lane ones (Chan's merge over lanes)."""
+        L, ax = self.L, self.L.axis
+        if self.rms:
+            k(f"ss = ct.sum(ssl, axis={ax}, keepdims=True)")
+            return
+        nch = L.nch
+        if L.needs_mask():  # lanes past the row's end in the last chunk saw one chunk less
+            L.emit_chunk_coords(k, str(nch - 1))
+            k(f"cntl = ct.where({L.valid()}, {flit(nch)}, {flit(nch - 1)})")
+        else:
+            k(f"cntl = ct.full({L.tile}, {flit(nch)}, dtype=ct.float32)")
+        k(f"mean = ct.sum(cntl * ml, axis={ax}, keepdims=True) * {flit(1.0 / L.count)}")
+        k("dml = ml - mean")
+        k(f"m2 = ct.sum(m2l + cntl * dml * dml, axis={ax}, keepdims=True)")
+
     def init_stats(self, k: Code) -> None:
         for v in (("ss",) if self.rms else ("n", "mean", "m2")):
             k(f"{v} = ct.full({self.L.red_tile}, 0.0, dtype=ct.float32)")
 
     def emit_rstd(self, k: Code) -> None:
         var = "ss" if self.rms else "m2"
-        k(f"rstd = ct.rsqrt({var} * {flit(1.0 / self.L.R)} + {flit(self.eps)})")
+        k(f"rstd = ct.rsqrt({var} * {flit(1.0 / self.L.count)} + {flit(self.eps)})")
 
     def build(self) -> KernelSource:
         L = self.L
         kern = self.gen.kernel
         k = kern.body
         L.emit_block_coords(k)
-        ax, inv_r = L.axis, flit(1.0 / L.R)
+        ax, inv_r = L.axis, flit(1.0 / L.count)
         before, extra, grid = [], [], None
         if L.nch == 1:
             t, env, ctx = self.gen.load_tile("0")
@@ -237,12 +396,19 @@ class _RowNorm:
             else:
                 k(f"mean = ct.sum({xs}, axis={ax}, keepdims=True) * {inv_r}")
                 dev = f"{xs} - mean"
-                k(f"dev = ct.where(cols < {L.R}, {dev}, 0.0)" if L.needs_mask() else f"dev = {dev}")
+                k(f"dev = ct.where({L.valid()}, {dev}, 0.0)" if L.valid() else f"dev = {dev}")
                 k(f"var = ct.sum(dev * dev, axis={ax}, keepdims=True) * {inv_r}")
                 k(f"rstd = ct.rsqrt(var + {flit(self.eps)})")
             # the chunk is still in registers: normalize it without reloading
-            k(f"y = {t} * rstd" if self.rms else f"y = ({t} - mean) * rstd")
-            self.finish_tile(kern, env, ctx, "0")
+            self.finish_tile(kern, env, ctx, "0", t)
+        elif self.segments == 1 and self.lane_stats:
+            self.init_lane_stats(k)
+            with k.block(f"for c in range({L.nch}):"):
+                self.accumulate_lanes(kern, "c")
+            self.merge_lanes(k)
+            self.emit_rstd(k)
+            with k.block(f"for c in range({L.nch}):"):
+                self.normalize_and_store(kern, "c", skip=self.pro_outs)
         elif self.segments == 1:
             self.init_stats(k)
             with k.block(f"for c in range({L.nch}):"):
@@ -265,14 +431,28 @@ class _RowNorm:
                + (f", persistent grid of {L.grid()[0]} blocks" if L.persistent else ""))
         return self.gen.finish(doc, grid=grid, before=before, extra_lines=extra)
 
-    def finish_tile(self, kern: Kernel, env, ctx, chunk: str) -> None:
+    def emit_normalized(self, kern: Kernel, t: str, chunk: str) -> None:
+        """y = normalized and affine-mapped tile `t` (mean/rstd are in scope). Where weight and bias are one value
+        per row or channel row (group norm's channel rows, instance norm), they fold with the statistics into a
+        per-row scale and shift first: one multiply-add per element."""
         k = kern.body
+        per_row = isinstance(self.L, _GroupLayout) or self.kind == "instance"
         w = self.param_tile(kern, self.w, chunk)
         b = self.param_tile(kern, self.b, chunk)
+        if per_row and not self.rms:
+            k(f"scale = rstd * {w}" if w else "scale = rstd")
+            k(f"shift = {b} - mean * scale" if b else "shift = 0.0 - mean * scale")
+            k(f"y = {t} * scale + shift")
+            return
+        k(f"y = {t} * rstd" if self.rms else f"y = ({t} - mean) * rstd")
         if w:
             k(f"y = y * {w}")
         if b:
             k(f"y = y + {b}")
+
+    def finish_tile(self, kern: Kernel, env, ctx, chunk: str, t: str) -> None:
+        k = kern.body
+        self.emit_normalized(kern, t, chunk)
         env = dict(env)
         env[self.parts.anchor.node] = "y"
         for gv, idx in self.parts.getitems.items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported
-from .rowwise import (SameShapeGen, choose_tiles_full_row, decode, emit_ops, make_layout, norm_dims, split_spec)
+from .rowwise import (TUNING, SameShapeGen, choose_tiles_full_row, decode, emit_ops, make_layout, norm_dims, split_spec)
 
 _OPS = {"softmax": (False, False), "_softmax": (False, False), "_safe_softmax": (False, True),
         "log_softmax": (True, False), "_log_softmax": (True, False)}
@@ -87,16 +87,23 @@ class _Softmax:
             self.finish_tile(env, ctx, "0", xs, m, "s", exps="e")
             return
         pro_outs = {t.graph_value for _, t in self.gen.out_views} & self.gen.parts.prologue_values
+        lanes = bool(TUNING["lane_softmax"])
         k(f"m = ct.full({L.red_tile}, -math.inf, dtype=ct.float32)")
-        k(f"s = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
+        # lane-wise: the sum of exp stays per lane (rescaled by the row's max growth) and is reduced once
+        k(f"s{'l' if lanes else ''} = ct.full({L.tile if lanes else L.red_tile}, 0.0, dtype=ct.float32)")
         with k.block(f"for c in range({L.nch}):"):
             xs, env, ctx = self.masked_input("c")
             if pro_outs:
                 self.gen.store_outputs(env, "c", pro_outs)
             k(f"m_new = ct.maximum(m, ct.max({xs}, axis={ax}, keepdims=True))")
             k("m_ref = ct.where(m_new == -math.inf, 0.0, m_new)")
-            k(f"s = s * ct.exp(m - m_ref) + ct.sum(ct.exp({xs} - m_ref), axis={ax}, keepdims=True)")
+            if lanes:
+                k(f"sl = sl * ct.exp(m - m_ref) + ct.exp({xs} - m_ref)")
+            else:
+                k(f"s = s * ct.exp(m - m_ref) + ct.sum(ct.exp({xs} - m_ref), axis={ax}, keepdims=True)")
             k("m = m_new")
+        if lanes:
+            k(f"s = ct.sum(sl, axis={ax}, keepdims=True)")
         m = self.row_max("m")
         with k.block(f"for c in range({L.nch}):"):
             xs, env, ctx = self.masked_input("c")

@@ -1,0 +1,69 @@
+"""Group norm's channel-row path (CPU): the input viewed as (N*G, C/G, HW) with one weight/bias value per channel
+row, in its one-tile form, its chunked two-pass form and the flat (N*G, C/G*HW) fallback, on unaligned spatial
+sizes, groups of one channel, padded channel counts (C/G = 3), affine and not, with a fused residual prologue
+and activation, in float32/float16/bfloat16: AOT-compiled for sm_90 and checked in the emulator."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from .cutile_emulator import check_emulated
+from .helpers_rowwise import C, case_specs, register_source
+
+# N*G >= 132 row tiles so the chunked form is taken (fewer groups take the flat rows' segmented statistics)
+CASES = [
+    C("gn_c3_hw117", "norm", "return self.n(x)", [(34, 12, 13, 9)],
+      init="self.n = nn.GroupNorm(4, {s1}).to(torch.{dt})"),
+    C("gn_1ch_hw63", "norm", "return self.n(x)", [(23, 6, 7, 9)],
+      init="self.n = nn.GroupNorm({s1}, {s1}).to(torch.{dt})"),
+    C("gn_noaffine_residual_silu", "norm", "return F.silu(self.n(x + x1))", [(70, 8, 5, 11)],
+      inputs="[torch.randn{s}.to(torch.{dt}), torch.randn{s}.to(torch.{dt})]",
+      init="self.n = nn.GroupNorm(2, {s1}, affine=False)"),
+    C("gn_bias_side_relu_3d", "norm", "return torch.relu(self.n(x) + x1)", [(40, 8, 4, 3, 11)],
+      inputs="[torch.randn{s}.to(torch.{dt}), torch.randn({s1}, 1, 1, 1).to(torch.{dt})]",
+      init="self.n = nn.GroupNorm(4, {s1}).to(torch.{dt})"),
+]
+FORMS = {
+    "single": ({}, "one pass"),
+    "chunked": ({"group_max_single": 16}, "statistics then normalize"),
+    "flat": ({"group_channel_rows": False}, None),
+}
+DTYPES = ("float32", "float16", "bfloat16")
+# chunk elements of the chunked form: 32 positions x C/G padded (2 to 5 chunks, the last one ragged)
+CHUNK = {"gn_c3_hw117": 128, "gn_1ch_hw63": 32, "gn_noaffine_residual_silu": 128, "gn_bias_side_relu_3d": 64}
+
+
+@functools.lru_cache(maxsize=None)
+def specs_for(name: str, dtype: str):
+    case = next(c for c in CASES if c.name == name)
+    return case_specs(case, dtype=dtype)
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_group_norm_forms(name, dtype, form):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_launch, trace_launches
+    from tilestudio.core.kernels.rowwise import tuned
+
+    overrides, note = FORMS[form]
+    if form == "chunked":
+        overrides = dict(overrides, group_chunk=CHUNK[name])
+    for spec in specs_for(name, dtype):
+        with tuned(**overrides):
+            source = generate_kernel(spec)
+        assert not source.skeleton, source.notes
+        doc = source.notes[0]
+        if form == "flat":
+            assert "chans" not in source.code, doc
+        else:
+            assert "chans" in source.code and note in doc, doc
+            assert "//" not in source.code.split("def launch_")[0], "per-element channel division in the kernel"
+        register_source(spec.id, source.code)
+        for rec in trace_launches(source, spec):
+            assert compile_launch(rec, "sm_90")[0] > 0
+        result = check_emulated(spec, source)
+        assert result.ok, f"{name} {dtype} {form}: {result.message}"
