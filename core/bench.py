@@ -110,7 +110,11 @@ def run_main(row: dict[str, Any], timeout: float) -> None:
     import subprocess
 
     try:
-        r = subprocess.run([sys.executable, row["composed"]], capture_output=True, text=True, timeout=timeout,
+        # `-c runpy` rather than `python FILE`: the frozen app's launcher dispatches -m/-c, while a bare file
+        # argument would open the GUI on it
+        run_file = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+        r = subprocess.run([sys.executable, "-c", run_file, row["composed"]], capture_output=True, text=True,
+                           timeout=timeout,
                            start_new_session=True)
         lines = [l for l in r.stdout.splitlines() if l.startswith(("PASS", "FAIL"))]
         row["main"] = lines[0].split()[0] if lines else f"ERR({r.returncode})"

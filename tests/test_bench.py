@@ -79,3 +79,19 @@ def test_shared_turns_coexist_and_an_exclusive_one_waits(tmp_path, monkeypatch):
         except subprocess.TimeoutExpired:
             pass
     assert waiting.communicate(timeout=60)[0].strip() == "in"
+
+
+def test_composed_main_runs_through_dash_c_so_a_frozen_app_can_run_it(tmp_path):
+    """The __main__ run uses `EXE -c ...` (the frozen launcher dispatches -c; a bare file would open the GUI)."""
+    from tilestudio.core.bench import run_main
+
+    composed = tmp_path / "m_cutile.py"
+    composed.write_text('import sys\nif __name__ == "__main__":\n    print("FAIL - max diff: 3.0", sys.argv[0])\n')
+    row = {"composed": str(composed)}
+    run_main(row, timeout=60)
+    assert row["main"] == "FAIL"
+    crash = tmp_path / "crash_cutile.py"
+    crash.write_text("raise SystemExit('boom at import')\n")
+    row = {"composed": str(crash)}
+    run_main(row, timeout=60)
+    assert row["main"] == "ERR(1)" and "boom" in row["main_error"]
