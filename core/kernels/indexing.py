@@ -27,7 +27,8 @@ MEMORY_TUNING: dict[str, Any] = {
     # (rows * O0, K0, O1, K1, ...) on the host (rows, O0 separate when In0 > O0 * K0) and loads
     # (BM, K0, BO1, K1, ..) tiles directly (no in-kernel reshape, no partial-tile lanes along O0);
     # "reshape" loads a (BR, BO0*K0, ...) tile and reshapes it in the kernel.
-    "pool_aligned_mode": "split",
+    # H200, max_pool2d(2) 64x128x112x112 bf16: reshape 0.703 ms, split 1.55-1.65 ms (variants_memory.py)
+    "pool_aligned_mode": "reshape",
     "pool_aligned_elems": 8192,   # input elements per block
     # pool, general windows (max_pool2d(3, 2, 1), ...): gathered outputs per block and output positions per row
     "pool_window_outputs": 2048,
@@ -59,7 +60,8 @@ MEMORY_TUNING: dict[str, Any] = {
     "ce_cols": 1024,
     "ce_tile_elems": 4096,
     # pool, global (adaptive_avg_pool2d(1), ...): positions per load (a power of two, at most) and elements per tile
-    "pool_global_cols": 512,
+    # H200, adaptive_avg_pool2d(1) 128x512x28x28 fp32: 256 cols x 4096 0.095 ms, 512 x 4096 0.148 ms
+    "pool_global_cols": 256,
     "pool_global_elems": 4096,
 }
 
