@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import math
 import os
+import signal
 import sys
 import time
 
@@ -236,16 +237,23 @@ def main() -> int:
             print(f"{case[1]}: ERROR {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr, flush=True)
     # variant-major order: every case gets `default` and `old` first, so a time-limited run stays comparable
     order = list(dict.fromkeys(n for r in runs for n in variants_for(r.label, r.family)))
-    for name in order:
-        if names_filter and name not in names_filter:
-            continue
-        for r in runs:
-            if name not in variants_for(r.label, r.family):
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)  # `timeout` sends SIGTERM: still print what was measured
+    try:
+        for name in order:
+            if names_filter and name not in names_filter:
                 continue
-            if time.time() > deadline:
-                r.results[name] = "skip(time)"
-                continue
-            r.run(name)
+            for r in runs:
+                if name not in variants_for(r.label, r.family):
+                    continue
+                if time.time() > deadline:
+                    r.results[name] = "skip(time)"
+                    continue
+                r.run(name)
+    except KeyboardInterrupt:
+        print("interrupted: the table below has what was measured", file=sys.stderr)
     rows = [(r.label, r.nbytes, r.copy, r.eager, r.results) for r in runs]
     print(f"\nrow-wise variants on {torch.cuda.get_device_name()} ({time.time() - start:.0f} s); "
           "per variant: ms (fraction of copy); '=x' same code as x; * best")
