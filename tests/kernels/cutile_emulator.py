@@ -1,11 +1,21 @@
 """A CPU emulator of the cuTile subset the generated kernels use, for checking kernel *logic* without a GPU.
 
-Generated code is executed with `ct` bound to this module's `EMULATED_CT` namespace: tiles are CPU torch tensors,
-`ct.launch` runs the kernel body once per block of the grid in Python. It follows the documented semantics
-(tile-space indexing of `load`/`store`, partial tiles padded per `padding_mode` — with NaN for
-UNDETERMINED so that relying on unspecified padding shows up —, bounds-checked `gather`/`scatter`, reductions
-with `keepdims`, `scan` with a combine function, power-of-two tile shapes enforced). It is not cuTile: compile
-errors, performance and compiler-specific numerics are only caught by the AOT compile and the GPU tests.
+Generated code is executed with `ct` bound to `EMULATED_CT`: tiles are CPU torch tensors, `ct.launch` runs the
+kernel body once per block of the grid in Python. It follows the documented semantics and is strict where cuTile
+is, so that a kernel that only works by accident fails here:
+- tile shapes (loads, stores, `full`, `arange`, `reshape`, `broadcast_to`, `extract`, tiled views) must be powers
+  of two; stores need the array's dtype (so a bfloat16 output is rounded by the kernel's own cast);
+- partial tiles are padded per `padding_mode`, UNDETERMINED with NaN (integers with a sentinel) so that relying on
+  unspecified padding shows up; a tile lying entirely outside its array raises;
+- `gather` / `scatter` take integer indices and are bounds-checked (out-of-range lanes give the padding value /
+  are dropped); `Array.slice` checks its range; `extract` needs a shape that divides the tile;
+- min/max ignore NaN unless `propagate_nan=True`, as documented; `astype(ct.tfloat32)` rounds to a 10-bit
+  mantissa; sums and products accumulate in float64.
+It is not cuTile: compile errors, performance and compiler-specific numerics are only caught by the AOT compile
+and the GPU tests.
+
+Use `check_emulated(spec, source, make_input=None)` (checking.check_kernel on the CPU), or run emitted lines
+directly with `ct` bound to `EMULATED_CT` inside `with emulation():`.
 """
 
 from __future__ import annotations
@@ -19,8 +29,7 @@ from typing import Any
 
 import torch
 
-_BID = [(0, 0, 0)]
-_GRID = [(1, 1, 1)]
+_state = types.SimpleNamespace(bid=(0, 0, 0), grid=(1, 1, 1))
 
 
 class PaddingMode(enum.Enum):
@@ -32,15 +41,6 @@ class PaddingMode(enum.Enum):
     NEG_INF = "neg_inf"
 
 
-_PAD = {PaddingMode.UNDETERMINED: math.nan, PaddingMode.ZERO: 0.0, PaddingMode.NEG_ZERO: -0.0,
-        PaddingMode.NAN: math.nan, PaddingMode.POS_INF: math.inf, PaddingMode.NEG_INF: -math.inf}
-
-
-class _Constant:
-    def __class_getitem__(cls, item):
-        return item
-
-
 class RoundingMode(enum.Enum):
     RN = "rn"
     RZ = "rz"
@@ -48,14 +48,34 @@ class RoundingMode(enum.Enum):
     FULL = "full"
 
 
+_FLOAT_PAD = {PaddingMode.UNDETERMINED: math.nan, PaddingMode.ZERO: 0.0, PaddingMode.NEG_ZERO: -0.0,
+              PaddingMode.NAN: math.nan, PaddingMode.POS_INF: math.inf, PaddingMode.NEG_INF: -math.inf}
+_INT_SENTINEL = -12345  # "undetermined" integer padding: a value no index or count computation expects
+
+
+def pad_value(mode, dtype: torch.dtype):
+    """The value a load with `padding_mode=mode` puts in the padded lanes of a `dtype` tile."""
+    mode = PaddingMode.UNDETERMINED if mode is None else mode
+    if dtype.is_floating_point:
+        return _FLOAT_PAD[mode]
+    if dtype == torch.bool:
+        return False
+    info = torch.iinfo(dtype)
+    return {PaddingMode.ZERO: 0, PaddingMode.NEG_ZERO: 0, PaddingMode.POS_INF: info.max,
+            PaddingMode.NEG_INF: info.min}.get(mode, _INT_SENTINEL)
+
+
+class _Constant:
+    def __class_getitem__(cls, item):
+        return item
+
+
 def _is_pow2(n: int) -> bool:
     return n >= 1 and (n & (n - 1)) == 0
 
 
-def _check_shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(int(s) for s in shape)
+def check_shape(shape) -> tuple[int, ...]:
+    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
     for s in shape:
         if not _is_pow2(s):
             raise ValueError(f"tile dimension {s} is not a power of two (shape {shape})")
@@ -63,20 +83,32 @@ def _check_shape(shape) -> tuple[int, ...]:
 
 
 def _t(x, like: torch.Tensor | None = None) -> torch.Tensor:
+    """A tile from a tile or a Python scalar (a scalar takes the float dtype of `like`, else float32 / int32)."""
     if isinstance(x, torch.Tensor):
         return x
     if isinstance(x, bool):
         return torch.tensor(x)
+    floating = like is not None and like.is_floating_point()
     if isinstance(x, int):
-        return torch.tensor(x, dtype=torch.int32 if like is None or not like.is_floating_point() else like.dtype)
-    return torch.tensor(float(x), dtype=torch.float32 if like is None or not like.is_floating_point()
-                        else like.dtype)
+        return torch.tensor(x, dtype=like.dtype if floating else torch.int32)
+    return torch.tensor(float(x), dtype=like.dtype if floating else torch.float32)
 
+
+def _int(x) -> int:
+    return int(x.item()) if isinstance(x, torch.Tensor) else int(x)
+
+
+def _index(index) -> tuple[int, ...]:
+    return tuple(_int(i) for i in (index if isinstance(index, (tuple, list)) else (index,)))
+
+
+# --- kernels and launches -------------------------------------------------------------------------------------
 
 class _Kernel:
-    def __init__(self, fn, **opts):
+    def __init__(self, fn, opts):
         self._pyfunc = fn
         self.opts = opts
+        self.__name__ = fn.__name__
 
     def __call__(self, *a, **k):
         raise RuntimeError("kernels run through ct.launch")
@@ -84,44 +116,57 @@ class _Kernel:
 
 def kernel(fn=None, **opts):
     if fn is None:
-        return lambda f: _Kernel(f, **opts)
-    return _Kernel(fn)
+        return lambda f: _Kernel(f, opts)
+    return _Kernel(fn, opts)
 
 
 def function(fn=None, **opts):
     return fn if fn is not None else (lambda f: f)
 
 
+def launch(stream, grid, kern, args):
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    _state.grid = grid
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                _state.bid = (x, y, z)
+                kern._pyfunc(*args)
+
+
 def bid(axis: int) -> int:
-    return _BID[0][axis]
+    return _state.bid[axis]
 
 
 def num_blocks(axis: int) -> int:
-    return _GRID[0][axis]
+    return _state.grid[axis]
 
 
 def cdiv(a, b):
     return -(-a // b)
 
 
-def launch(stream, grid, kern, args):
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    fn = kern._pyfunc
-    _GRID[0] = grid
-    for z in range(grid[2]):
-        for y in range(grid[1]):
-            for x in range(grid[0]):
-                _BID[0] = (x, y, z)
-                fn(*args)
+def static_iter(it):
+    return iter(it)
 
+
+def static_assert(cond, msg=""):
+    assert cond, msg
+
+
+def assume_divisible_by(x, n):
+    return x
+
+
+# --- tile construction ----------------------------------------------------------------------------------------
 
 def arange(size, dtype=None, start=0, step=1):
-    _check_shape((size,))
+    check_shape((size,))
     return torch.arange(size, dtype=torch.int64).mul(step).add(start).to(dtype or torch.int32)
 
 
 def full(shape, fill_value, dtype):
-    return torch.full(_check_shape(shape), fill_value, dtype=dtype)
+    return torch.full(check_shape(shape), fill_value, dtype=dtype)
 
 
 def zeros(shape, dtype):
@@ -132,6 +177,8 @@ def ones(shape, dtype):
     return full(shape, 1, dtype)
 
 
+# --- memory: tile-space load/store, gather/scatter, Array.slice, tiled views ----------------------------------
+
 def _order(order, rank):
     if order == "C" or order is None:
         return tuple(range(rank))
@@ -140,28 +187,37 @@ def _order(order, rank):
     return tuple(order)
 
 
+def _tile_window(what, index, shape, arr_shape, steps=None):
+    """(source slices, tile slices) of tile `index`; a tile starting outside the array raises."""
+    src, dst = [], []
+    for i, s, st, n in zip(index, shape, steps or shape, arr_shape):
+        lo = i * st
+        if i < 0 or lo >= n:
+            raise IndexError(f"{what}: tile {index} of shape {tuple(shape)} lies outside the array {tuple(arr_shape)}")
+        hi = builtins.min(lo + s, n)
+        src.append(slice(lo, hi))
+        dst.append(slice(0, hi - lo))
+    return tuple(src), tuple(dst)
+
+
 def load(array, index, shape, order="C", padding_mode=PaddingMode.UNDETERMINED, **_):
-    shape = _check_shape(shape) if shape != () else ()
-    index = tuple(int(i) for i in (index if isinstance(index, (tuple, list)) else (index,)))
+    shape = check_shape(shape) if shape != () else ()
+    index = _index(index)
     arr = array.permute(*_order(order, array.dim())) if array.dim() else array
+    if arr.dim() == 0:
+        return arr.clone()
     if shape == ():
         return arr[index].clone()
     if len(shape) != arr.dim() or len(index) != arr.dim():
         raise ValueError(f"load: tile rank {len(shape)} / index {index} vs array rank {arr.dim()}")
-    out = torch.full(shape, _PAD[padding_mode] if array.is_floating_point() else 0, dtype=array.dtype)
-    src, dst = [], []
-    for i, s, n in zip(index, shape, arr.shape):
-        lo, hi = i * s, builtins.min(i * s + s, n)
-        if lo >= n or i < 0:
-            raise IndexError(f"load: tile {index} of shape {shape} lies outside the array {tuple(arr.shape)}")
-        src.append(slice(lo, hi))
-        dst.append(slice(0, hi - lo))
-    out[tuple(dst)] = arr[tuple(src)]
+    src, dst = _tile_window("load", index, shape, arr.shape)
+    out = torch.full(shape, pad_value(padding_mode, arr.dtype), dtype=arr.dtype)
+    out[dst] = arr[src]
     return out
 
 
 def store(array, index, tile, order="C", **_):
-    index = tuple(int(i) for i in (index if isinstance(index, (tuple, list)) else (index,)))
+    index = _index(index)
     arr = array.permute(*_order(order, array.dim())) if array.dim() else array
     tile = _t(tile)
     if tile.dtype != array.dtype:
@@ -170,24 +226,22 @@ def store(array, index, tile, order="C", **_):
         tile = tile.reshape((1,) * arr.dim())
     if tile.dim() != arr.dim():
         raise ValueError(f"store: tile rank {tile.dim()} vs array rank {arr.dim()}")
-    src, dst = [], []
-    for i, s, n in zip(index, tile.shape, arr.shape):
-        lo, hi = i * s, builtins.min(i * s + s, n)
-        if lo >= n or i < 0:
-            raise IndexError(f"store: tile {index} of shape {tuple(tile.shape)} lies outside {tuple(arr.shape)}")
-        dst.append(slice(lo, hi))
-        src.append(slice(0, hi - lo))
-    arr[tuple(dst)] = tile[tuple(src)]
+    check_shape(tile.shape)
+    dst, src = _tile_window("store", index, tuple(tile.shape), arr.shape)
+    arr[dst] = tile[src]
 
 
 def _gather_index(array, indices):
     if not isinstance(indices, (tuple, list)):
         indices = (indices,)
     if len(indices) != array.dim():
-        raise ValueError(f"gather: {len(indices)} indices for a rank-{array.dim()} array")
-    idx = [_t(i).to(torch.int64) for i in indices]
+        raise ValueError(f"gather/scatter: {len(indices)} indices for a rank-{array.dim()} array")
+    idx = [_t(i) for i in indices]
+    for i in idx:
+        if i.is_floating_point() or i.dtype == torch.bool:
+            raise TypeError(f"gather/scatter indices must be integers, got {i.dtype}")
     shape = torch.broadcast_shapes(*[i.shape for i in idx])
-    idx = [i.broadcast_to(shape) for i in idx]
+    idx = [i.to(torch.int64).broadcast_to(shape) for i in idx]
     ok = torch.ones(shape, dtype=torch.bool)
     for i, n in zip(idx, array.shape):
         ok &= (i >= 0) & (i < n)
@@ -195,10 +249,18 @@ def _gather_index(array, indices):
     return shape, ok, safe
 
 
+def _with_mask(ok, mask, shape, what):
+    if mask is None:
+        return ok
+    mask = _t(mask)
+    if torch.broadcast_shapes(mask.shape, shape) != shape:
+        raise ValueError(f"{what} mask shape {tuple(mask.shape)} does not broadcast to the index shape {tuple(shape)}")
+    return ok & mask.broadcast_to(shape)
+
+
 def gather(array, indices, mask=None, padding_value=0, check_bounds=True, **_):
     shape, ok, safe = _gather_index(array, indices)
-    if mask is not None:
-        ok = ok & _t(mask).broadcast_to(shape)
+    ok = _with_mask(ok, mask, shape, "gather")
     vals = array[tuple(safe)] if array.dim() else array.expand(shape)
     pad = _t(padding_value, vals).to(vals.dtype).broadcast_to(shape)
     return torch.where(ok, vals, pad)
@@ -206,14 +268,73 @@ def gather(array, indices, mask=None, padding_value=0, check_bounds=True, **_):
 
 def scatter(array, indices, value, mask=None, check_bounds=True, **_):
     shape, ok, safe = _gather_index(array, indices)
-    if mask is not None:
-        ok = ok & _t(mask).broadcast_to(shape)
+    ok = _with_mask(ok, mask, shape, "scatter")
     value = _t(value).to(array.dtype).broadcast_to(shape)
     array[tuple(s[ok] for s in safe)] = value[ok]
 
 
+class Slice:
+    def __init__(self, start, length):
+        self.start, self.length = start, length
+
+
+def load_advanced_indexing(array, indices, padding_mode=PaddingMode.UNDETERMINED, **_):
+    """One 1-D index tile on one axis, `Slice(start, length)` ranges on the others."""
+    if len(indices) != array.dim():
+        raise ValueError("load_advanced_indexing: one entry per array dim")
+    sparse = [d for d, e in enumerate(indices) if not isinstance(e, Slice)]
+    if len(sparse) != 1 or _t(indices[sparse[0]]).dim() != 1:
+        raise ValueError("load_advanced_indexing needs exactly one 1-D index tile")
+    grids = [_int(e.start) + torch.arange(int(e.length)) if isinstance(e, Slice) else _t(e).to(torch.int64)
+             for e in indices]
+    shape = check_shape([g.shape[0] for g in grids])
+    views = []
+    for d, g in enumerate(grids):
+        v = [1] * len(shape)
+        v[d] = shape[d]
+        views.append(g.view(v).expand(shape))
+    return gather(array, tuple(views), padding_value=pad_value(padding_mode, array.dtype))
+
+
+def _array_slice(array, axis, start, stop):
+    """Array.slice: `array` restricted to [start, stop) along `axis` (0 <= start < N, start <= stop <= N, as cuTile
+    requires; loads from the view pad past its end)."""
+    n = array.shape[axis]
+    start, stop = _int(start), _int(stop)
+    if not (0 <= start < n and start <= stop <= n):
+        raise ValueError(f"Array.slice(axis={axis}, start={start}, stop={stop}) out of range for size {n}")
+    return array.narrow(axis, start, stop - start)
+
+
+class _TiledView:
+    """Array.tiled_view: tile i starts at element i * step; partial tiles are padded, a tile entirely outside the
+    array (undefined behaviour in cuTile) raises."""
+
+    def __init__(self, array, tile_shape, padding_mode=None, traversal_steps=None):
+        self.array = array
+        self.shape = check_shape(tile_shape)
+        self.steps = tuple(traversal_steps) if traversal_steps is not None else self.shape
+        self.padding_mode = padding_mode
+
+    def load(self, index, **_):
+        index = _index(index)
+        arr = self.array
+        if len(index) != arr.dim():
+            raise ValueError(f"tiled view load: index {index} for a rank-{arr.dim()} array")
+        src, dst = _tile_window("tiled view load", index, self.shape, arr.shape, self.steps)
+        out = torch.full(self.shape, pad_value(self.padding_mode, arr.dtype), dtype=arr.dtype)
+        out[dst] = arr[src]
+        return out
+
+
+def _tiled_view(array, tile_shape, padding_mode=None, traversal_steps=None):
+    return _TiledView(array, tile_shape, padding_mode, traversal_steps)
+
+
+# --- shapes and dtypes ----------------------------------------------------------------------------------------
+
 class _TF32:
-    """cuTile's tfloat32: stored here as float32 rounded (to nearest, ties to even) to a 10-bit mantissa."""
+    """cuTile's tfloat32: held as float32 rounded (to nearest, ties to even) to a 10-bit mantissa."""
 
     def __repr__(self):
         return "tfloat32"
@@ -229,18 +350,22 @@ def _round_tf32(x: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(x), rounded, x.to(torch.float32))
 
 
-def astype(x, dtype):
+def astype(x, dtype, **_):
     if dtype is TFLOAT32:
         return _round_tf32(_t(x))
     return _t(x).to(dtype)
 
 
+def bitcast(x, dtype):
+    return _t(x).view(dtype)
+
+
 def reshape(x, shape):
-    return _t(x).reshape(tuple(shape))
+    return _t(x).reshape(check_shape(shape) if tuple(shape) != () else ())
 
 
 def broadcast_to(x, shape):
-    return _t(x).broadcast_to(tuple(shape)).clone()
+    return _t(x).broadcast_to(check_shape(shape)).clone()
 
 
 def expand_dims(x, axis):
@@ -263,10 +388,16 @@ def cat(tiles, axis):
 
 
 def extract(x, index, shape):
+    """Sub-tile `index` (tile space) of shape `shape`, which must divide the tile's shape."""
+    shape = check_shape(shape)
+    index = _index(index)
     x = _t(x)
-    sl = tuple(slice(i * s, i * s + s) for i, s in zip(index, shape))
-    return x[sl].clone()
+    if len(shape) != x.dim() or builtins.any(n % s for n, s in zip(x.shape, shape)):
+        raise ValueError(f"extract: shape {shape} does not divide the tile shape {tuple(x.shape)}")
+    return x[tuple(slice(i * s, i * s + s) for i, s in zip(index, shape))].clone()
 
+
+# --- reductions and scans -------------------------------------------------------------------------------------
 
 def _axes(axis, rank):
     if axis is None:
@@ -277,12 +408,12 @@ def _axes(axis, rank):
 
 
 def _reducer(fn):
-    def reduce_(x, axis=None, keepdims=False, **_):
+    def reduce_(x, axis=None, keepdims=False, **kw):
         x = _t(x)
         axes = _axes(axis, x.dim())
-        out = x
+        out = fn(x, **kw)
         for a in sorted(axes, reverse=True):
-            out = fn(out, a)
+            out = fn.step(out, a)
         if keepdims:
             for a in sorted(axes):
                 out = out.unsqueeze(a)
@@ -294,27 +425,40 @@ def _acc(x):
     return x.to(torch.float64) if x.is_floating_point() else x
 
 
-sum = _reducer(lambda x, a: _acc(x).sum(dim=a).to(x.dtype if x.is_floating_point() else x.dtype))  # noqa: A001
-prod = _reducer(lambda x, a: _acc(x).prod(dim=a).to(x.dtype))
-max = _reducer(lambda x, a: x.amax(dim=a))  # noqa: A001
-min = _reducer(lambda x, a: x.amin(dim=a))  # noqa: A001
+def _drop_nan(x, fill, propagate_nan=False):
+    """min/max ignore NaN unless asked to propagate it (cuTile's default, unlike torch)."""
+    if propagate_nan or not x.is_floating_point():
+        return x
+    return torch.where(torch.isnan(x), torch.tensor(fill, dtype=x.dtype), x)
 
 
-def argmax(x, axis=None, keepdims=False, **_):
-    x = _t(x)
-    if axis is None:
-        return x.reshape(-1).argmax().to(torch.int32)
-    return x.argmax(dim=axis, keepdim=keepdims).to(torch.int32)
+def _reduction(prepare, step):
+    prepare.step = step
+    return _reducer(prepare)
 
 
-def argmin(x, axis=None, keepdims=False, **_):
-    x = _t(x)
-    if axis is None:
-        return x.reshape(-1).argmin().to(torch.int32)
-    return x.argmin(dim=axis, keepdim=keepdims).to(torch.int32)
+sum = _reduction(lambda x, **_: x, lambda x, a: _acc(x).sum(dim=a).to(x.dtype))  # noqa: A001
+prod = _reduction(lambda x, **_: x, lambda x, a: _acc(x).prod(dim=a).to(x.dtype))
+max = _reduction(lambda x, propagate_nan=False, **_: _drop_nan(x, -math.inf, propagate_nan),  # noqa: A001
+                 lambda x, a: x.amax(dim=a))
+min = _reduction(lambda x, propagate_nan=False, **_: _drop_nan(x, math.inf, propagate_nan),  # noqa: A001
+                 lambda x, a: x.amin(dim=a))
 
 
-def _scan_generic(xs, axis, func, identity, reverse):
+def _arg(fn, fill):
+    def arg(x, axis=None, keepdims=False, propagate_nan=False, **_):
+        x = _drop_nan(_t(x), fill, propagate_nan)
+        if axis is None:
+            return fn(x.reshape(-1)).to(torch.int32)
+        return fn(x, dim=axis, keepdim=keepdims).to(torch.int32)
+    return arg
+
+
+argmax = _arg(torch.argmax, -math.inf)
+argmin = _arg(torch.argmin, math.inf)
+
+
+def _scan_generic(xs, axis, func, reverse):
     single = not isinstance(xs, (tuple, list))
     xs = [_t(x) for x in ([xs] if single else xs)]
     shape = torch.broadcast_shapes(*[x.shape for x in xs])
@@ -337,26 +481,12 @@ def _scan_generic(xs, axis, func, identity, reverse):
 
 
 def scan(x, axis, func, identity=None, reverse=False):
-    return _scan_generic(x, axis, func, identity, reverse)
-
-
-def cumsum(x, axis=0, reverse=False, **_):
-    x = _t(x)
-    if reverse:
-        return _acc(x).flip(axis).cumsum(axis).flip(axis).to(x.dtype)
-    return _acc(x).cumsum(axis).to(x.dtype)
-
-
-def cumprod(x, axis=0, reverse=False, **_):
-    x = _t(x)
-    if reverse:
-        return _acc(x).flip(axis).cumprod(axis).flip(axis).to(x.dtype)
-    return _acc(x).cumprod(axis).to(x.dtype)
+    return _scan_generic(x, axis, func, reverse)
 
 
 def reduce(x, axis, func, identity, keepdims=False):
     single = not isinstance(x, (tuple, list))
-    res = _scan_generic(x, axis, func, identity, False)
+    res = _scan_generic(x, axis, func, False)
     res = [res] if single else list(res)
     n = res[0].shape[axis]
     out = [r.select(axis, n - 1) for r in res]
@@ -365,10 +495,24 @@ def reduce(x, axis, func, identity, keepdims=False):
     return out[0] if single else tuple(out)
 
 
+def _cumulative(op):
+    def cum(x, axis=0, reverse=False, **_):
+        x = _t(x)
+        if reverse:
+            return op(_acc(x).flip(axis), axis).flip(axis).to(x.dtype)
+        return op(_acc(x), axis).to(x.dtype)
+    return cum
+
+
+cumsum = _cumulative(torch.cumsum)
+cumprod = _cumulative(torch.cumprod)
+
+
+# --- elementwise ----------------------------------------------------------------------------------------------
+
 def where(cond, x, y):
-    cond = _t(cond)
     like = x if isinstance(x, torch.Tensor) else (y if isinstance(y, torch.Tensor) else None)
-    return torch.where(cond, _t(x, like), _t(y, like))
+    return torch.where(_t(cond), _t(x, like), _t(y, like))
 
 
 def _binary(fn):
@@ -378,8 +522,15 @@ def _binary(fn):
     return op
 
 
-maximum = _binary(torch.maximum)
-minimum = _binary(torch.minimum)
+def _min_max(ignoring_nan, propagating_nan):
+    def op(a, b, propagate_nan=False, **_):
+        like = a if isinstance(a, torch.Tensor) else (b if isinstance(b, torch.Tensor) else None)
+        return (propagating_nan if propagate_nan else ignoring_nan)(_t(a, like), _t(b, like))
+    return op
+
+
+maximum = _min_max(torch.fmax, torch.maximum)
+minimum = _min_max(torch.fmin, torch.minimum)
 add = _binary(torch.add)
 sub = _binary(torch.sub)
 mul = _binary(torch.mul)
@@ -424,19 +575,7 @@ isnan = _unary(torch.isnan)
 bitwise_not = _unary(torch.bitwise_not)
 
 
-def bitcast(x, dtype):
-    return _t(x).view(dtype)
-
-
-def static_assert(cond, msg=""):
-    assert cond, msg
-
-
-def assume_divisible_by(x, n):
-    return x
-
-
-def mma(a, b, acc):
+def mma(a, b, acc, **_):
     return (a.to(torch.float64) @ b.to(torch.float64)).to(acc.dtype) + acc
 
 
@@ -444,19 +583,23 @@ def matmul(a, b):
     return (a.to(torch.float64) @ b.to(torch.float64)).to(a.dtype)
 
 
+# --- the `ct` namespace and the check ------------------------------------------------------------------------
+
+_EXPORTED = (
+    "PaddingMode", "RoundingMode", "Slice", "kernel", "function", "launch", "bid", "num_blocks", "cdiv",
+    "static_iter", "static_assert", "assume_divisible_by", "arange", "full", "zeros", "ones", "load", "store",
+    "gather", "scatter", "load_advanced_indexing", "astype", "bitcast", "reshape", "broadcast_to", "expand_dims",
+    "permute", "transpose", "cat", "extract", "sum", "prod", "max", "min", "argmax", "argmin", "scan", "reduce",
+    "cumsum", "cumprod", "where", "maximum", "minimum", "add", "sub", "mul", "truediv", "floordiv", "mod", "atan2",
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "pow", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "sin", "cos", "tan", "sinh",
+    "cosh", "tanh", "floor", "ceil", "negative", "isnan", "bitwise_not", "mma", "matmul",
+)
+
+
 def _build() -> types.SimpleNamespace:
-    ns = types.SimpleNamespace()
     g = globals()
-    for name in ("PaddingMode", "RoundingMode", "kernel", "function", "bid", "num_blocks", "cdiv", "launch",
-                 "arange", "full", "zeros", "ones", "load", "store", "gather", "scatter", "astype", "reshape",
-                 "broadcast_to", "expand_dims", "permute", "transpose", "cat", "extract", "sum", "prod", "max",
-                 "min", "argmax", "argmin", "scan", "cumsum", "cumprod", "reduce", "where", "maximum", "minimum",
-                 "add", "sub", "mul", "truediv", "floordiv", "mod", "atan2", "equal", "not_equal", "greater",
-                 "greater_equal", "less", "less_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "pow", "exp",
-                 "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "sin", "cos", "tan", "sinh", "cosh", "tanh",
-                 "floor", "ceil", "negative", "isnan", "bitwise_not", "bitcast", "static_assert",
-                 "assume_divisible_by", "mma", "matmul"):
-        setattr(ns, name, g[name])
+    ns = types.SimpleNamespace(**{name: g[name] for name in _EXPORTED})
     ns.Constant = _Constant
     ns.float32, ns.float16, ns.bfloat16, ns.float64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
     ns.int64, ns.int32, ns.int16, ns.int8, ns.uint8 = torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8
@@ -467,21 +610,24 @@ def _build() -> types.SimpleNamespace:
 
 EMULATED_CT = _build()
 
+# cuTile methods of arrays and tiles, patched onto torch.Tensor while emulating
+_TENSOR_METHODS = {"astype": astype, "slice": _array_slice, "tiled_view": _tiled_view}
+
 
 @contextlib.contextmanager
 def emulation():
-    """Tensors get `.astype` (cuTile's tile method) and torch.cuda.current_stream works without CUDA."""
-    had = hasattr(torch.Tensor, "astype")
+    """Tensors get cuTile's array/tile methods and torch.cuda.current_stream works without CUDA."""
+    added = [name for name in _TENSOR_METHODS if not hasattr(torch.Tensor, name)]
     real_stream = torch.cuda.current_stream
-    if not had:
-        torch.Tensor.astype = astype
+    for name in added:
+        setattr(torch.Tensor, name, _TENSOR_METHODS[name])
     torch.cuda.current_stream = lambda *a, **k: None
     try:
-        yield
+        yield EMULATED_CT
     finally:
         torch.cuda.current_stream = real_stream
-        if not had:
-            del torch.Tensor.astype
+        for name in added:
+            delattr(torch.Tensor, name)
 
 
 def load_emulated(source) -> dict[str, Any]:

@@ -1,9 +1,8 @@
-"""Test helpers of the matmul and conv families: source registration for AOT compiles, the CPU emulator extended
-with tiled views (the conv kernels' box loads at element offsets), and strided-input makers."""
+"""Test helpers of the matmul and conv families: source registration for AOT compiles and strided-input makers
+(the CPU emulator, tiled views included, is cutile_emulator.check_emulated)."""
 
 from __future__ import annotations
 
-import contextlib
 import linecache
 
 import torch
@@ -24,59 +23,6 @@ def compile_spec(spec, arches=("sm_90", "sm_100")):
 
     register_source(spec.id, generate_kernel(spec).code)
     return compile_all(spec, arches)
-
-
-class _TiledView:
-    """Emulated `Array.tiled_view`: tile i starts at element i * step; partial tiles are padded, a tile entirely
-    outside the array (undefined behaviour in cuTile) raises."""
-
-    def __init__(self, array, tile_shape, padding_mode=None, traversal_steps=None):
-        from .cutile_emulator import _PAD, PaddingMode, _check_shape
-
-        self.array = array
-        self.shape = _check_shape(tile_shape)
-        self.steps = tuple(traversal_steps) if traversal_steps is not None else self.shape
-        mode = padding_mode if padding_mode is not None else PaddingMode.UNDETERMINED
-        self.pad = _PAD[mode]
-
-    def load(self, index, **_):
-        index = tuple(int(i) for i in (index if isinstance(index, (tuple, list)) else (index,)))
-        arr = self.array
-        if len(index) != arr.dim():
-            raise ValueError(f"tiled view load: index {index} for a rank-{arr.dim()} array")
-        out = torch.full(self.shape, self.pad if arr.is_floating_point() else 0, dtype=arr.dtype)
-        src, dst = [], []
-        for i, s, st, n in zip(index, self.shape, self.steps, arr.shape):
-            lo = i * st
-            if i < 0 or lo >= n:
-                raise IndexError(f"tiled view load: tile {index} (origin {lo}) lies outside the array "
-                                 f"{tuple(arr.shape)} (undefined behaviour)")
-            hi = min(lo + s, n)
-            src.append(slice(lo, hi))
-            dst.append(slice(0, hi - lo))
-        out[tuple(dst)] = arr[tuple(src)]
-        return out
-
-
-@contextlib.contextmanager
-def tiled_views():
-    had = hasattr(torch.Tensor, "tiled_view")
-    if not had:
-        torch.Tensor.tiled_view = lambda self, tile_shape, padding_mode=None, traversal_steps=None: _TiledView(
-            self, tile_shape, padding_mode, traversal_steps)
-    try:
-        yield
-    finally:
-        if not had:
-            del torch.Tensor.tiled_view
-
-
-def check_emulated(spec, source, seed: int = 0, make_input=None):
-    """checking.check_kernel on the CPU through the cuTile emulator (with tiled views)."""
-    from .cutile_emulator import check_emulated as check
-
-    with tiled_views():
-        return check(spec, source, seed=seed, make_input=make_input)
 
 
 def transposed_inputs(names: set[str]):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .cutile_emu import emulated_check
+from .cutile_emulator import check_emulated
 from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
 
 FAMILY = "attention"
@@ -59,7 +59,7 @@ def test_attention_variant_compiles_and_emulates(name):
     body, inputs = CASES[name]
     spec = snippet_spec(body, inputs, FAMILY)
     source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
-    result = emulated_check(spec, source, make_input=make_inputs())
+    result = check_emulated(spec, source, make_input=make_inputs())
     assert result.ok, result.message
 
 
@@ -75,5 +75,5 @@ def test_dropout_is_unsupported():
 def test_attention_strided_inputs(name):
     """Transposed (non-contiguous) q/k/v/mask views are loaded through their strides."""
     spec = snippet_spec(*CASES[name], FAMILY)
-    result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True))
+    result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True))
     assert result.ok, result.message

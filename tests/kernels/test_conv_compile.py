@@ -13,7 +13,8 @@ import pytest
 from corpus import corpus_files
 
 from . import test_conv_gpu
-from .helpers_gemm import check_emulated, compile_spec_dedup, module_model, snippet_spec
+from .cutile_emulator import check_emulated
+from .helpers_gemm import compile_spec_dedup, module_model, snippet_spec
 
 FAMILY = "conv"
 CORPUS = [p for p in corpus_files() if not p.name.startswith("big_")]

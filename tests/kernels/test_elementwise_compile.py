@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from corpus import corpus_files
-from .ct_emulator import check_on_cpu
+from .cutile_emulator import check_emulated
 from .helpers import decompose_source
 from .helpers_elementwise import (ACTIVATIONS_A, ACTIVATIONS_B, BROADCAST_NCHW, CHAIN_1D, CLAMP_TENSOR, COMPARE,
                                   HALF_MODULE, INT_MASK, MASKED_FILL, MATH, OUTER, ROW_COL, SCALARS, TRIL, WHERE,
@@ -16,13 +16,18 @@ ARCHES = ("sm_90", "sm_100")
 MODELS = [p for p in corpus_files() if not p.name.startswith("big_")]
 
 
+def assert_emulated(spec, source):
+    result = check_emulated(spec, source)
+    assert result.ok, f"{spec.id}: {result.message}"
+
+
 @pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
 def test_corpus_elementwise_specs_compile(path, analyses):
     _, decomposition = analyses(path)
     for spec in elementwise_specs(decomposition):
         source = compile_spec(spec, ARCHES)
         assert not source.skeleton
-        assert check_on_cpu(spec, source) == [], spec.id
+        assert_emulated(spec, source)
 
 
 def _r(shape, dtype="float32"):
@@ -66,7 +71,7 @@ def test_snippet_compiles_and_computes(name):
     for spec in specs:
         source = compile_spec(spec, ARCHES)
         assert not source.skeleton
-        assert check_on_cpu(spec, source) == [], spec.id
+        assert_emulated(spec, source)
 
 
 def test_multi_output_and_smaller_output():
@@ -77,7 +82,7 @@ def test_multi_output_and_smaller_output():
     assert "ct.scatter(out_0" in source.code  # s has shape (m,): written once per column
     assert source.code.count("ct.store(") == 2
     compile_spec(spec, ARCHES)
-    assert check_on_cpu(spec, source) == []
+    assert_emulated(spec, source)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -85,7 +90,7 @@ def test_scalar_and_zero_dim_inputs(dtype):
     spec = scalar_input_spec(dtype=dtype)
     source = compile_spec(spec, ARCHES)
     assert "float(alpha)" in source.code
-    assert check_on_cpu(spec, source) == []
+    assert_emulated(spec, source)
 
 
 def test_expanded_permuted_inputs_and_dtypes_trace():

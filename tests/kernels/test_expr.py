@@ -1,6 +1,6 @@
 """expr.py: every elementwise op translates, compiles (AOT, sm_90) and computes the right values.
 
-Values are checked on the CPU by running the emitted lines on the NumPy stand-in for cuTile (ct_emulator.py,
+Values are checked on the CPU by running the emitted lines on the cuTile CPU emulator (cutile_emulator.py,
 float32 arithmetic like the kernel), compared with the ATen op in float64. The compile tests put the
 same lines into a real @ct.kernel and compile it ahead of time.
 """
@@ -19,7 +19,7 @@ from tilestudio.core.kernels.expr import (COL_INDEX, ROW_INDEX, broadcast_load_l
                                           float_literal)
 from tilestudio.core.specs import OpRecord
 
-from .ct_emulator import module as emulated_ct
+from .cutile_emulator import emulation
 
 X, Y, Z, M = ({"ref": "x"}, {"ref": "y"}, {"ref": "z"}, {"ref": "m"})
 INF = {"float": "inf"}
@@ -231,15 +231,16 @@ def _torch_reference(case, vals):
     return out
 
 
-def run_on_numpy(lines: list[str], result: str, vals: dict[str, np.ndarray]) -> np.ndarray:
-    ns = {"ct": emulated_ct(), "math": math}
-    rows, cols = np.meshgrid(np.arange(SHAPE[0], dtype=np.int32), np.arange(SHAPE[1], dtype=np.int32),
-                             indexing="ij")
-    ns.update({"tx": vals["x"], "ty": vals["y"], "tz": vals["z"], "tm": vals["m"].astype(np.float32),
-               "t_row": rows, "t_col": cols})
-    with np.errstate(all="ignore"):
+def run_emulated(lines: list[str], result: str, vals: dict[str, np.ndarray]) -> np.ndarray:
+    rows, cols = torch.meshgrid(torch.arange(SHAPE[0], dtype=torch.int32), torch.arange(SHAPE[1], dtype=torch.int32),
+                                indexing="ij")
+    tiles = {"tx": vals["x"], "ty": vals["y"], "tz": vals["z"], "tm": vals["m"].astype(np.float32)}
+    with emulation() as ct:
+        ns = {"ct": ct, "math": math, "t_row": rows, "t_col": cols}
+        ns.update({k: torch.from_numpy(v) for k, v in tiles.items()})
         exec("\n".join(line.strip() for line in lines), ns)  # noqa: S102 - our own emitted test code
-    return np.asarray(ns[result])
+    out = ns[result]
+    return out.numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
 
 
 def emit_case(case):
@@ -258,7 +259,7 @@ def emit_case(case):
 def test_values_match_torch(case):
     rec, lines, result = emit_case(case)
     vals = make_inputs(case[5])
-    got = run_on_numpy(lines, result, vals)
+    got = run_emulated(lines, result, vals)
     want = _torch_reference(case, vals)
     if rec.output_dtype == "bool":
         assert got.dtype == bool, f"{case[0]}: expected a bool tile"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .cutile_emu import emulated_check
+from .cutile_emulator import check_emulated
 from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
 
 FAMILY = "loss"
@@ -100,7 +100,7 @@ def test_loss_variant_compiles_and_emulates(name):
     body, inputs, kw = CASES[name]
     spec = snippet_spec(body, inputs, FAMILY)
     source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
-    result = emulated_check(spec, source, make_input=make_inputs(**kw))
+    result = check_emulated(spec, source, make_input=make_inputs(**kw))
     assert result.ok, result.message
 
 
@@ -128,5 +128,5 @@ def test_loss_strided_inputs(name):
     """Non-contiguous operands (flattened by the wrapper or read through their strides)."""
     body, inputs, kw = CASES[name]
     spec = snippet_spec(body, inputs, FAMILY)
-    result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True, **kw))
+    result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True, **kw))
     assert result.ok, result.message

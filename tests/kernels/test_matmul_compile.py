@@ -12,7 +12,8 @@ import pytest
 from corpus import corpus_files
 
 from . import test_matmul_gpu
-from .helpers_gemm import (check_emulated, compile_spec_dedup, module_model, snippet_spec, snippet_specs,
+from .cutile_emulator import check_emulated
+from .helpers_gemm import (compile_spec_dedup, module_model, snippet_spec, snippet_specs,
                            transposed_inputs)
 
 FAMILY = "matmul"

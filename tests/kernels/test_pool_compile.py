@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .cutile_emu import emulated_check
+from .cutile_emulator import check_emulated
 from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
 
 FAMILY = "pool"
@@ -76,7 +76,7 @@ def test_pool_variant_compiles_and_emulates(name):
     body, inputs = CASES[name]
     spec = snippet_spec(body, inputs, FAMILY)
     source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
-    result = emulated_check(spec, source, make_input=make_inputs())
+    result = check_emulated(spec, source, make_input=make_inputs())
     assert result.ok, result.message
 
 
@@ -113,7 +113,7 @@ def test_pool_nd_gather_path(name, monkeypatch):
     spec = snippet_spec(*CASES[name], FAMILY)
     source = compile_spec(spec, ("sm_90",))
     assert "base = rr" not in source.code
-    result = emulated_check(spec, source, make_input=make_inputs())
+    result = check_emulated(spec, source, make_input=make_inputs())
     assert result.ok, result.message
 
 
@@ -122,7 +122,7 @@ def test_pool_nd_gather_path(name, monkeypatch):
 def test_pool_strided_inputs(name):
     """Non-contiguous inputs (the launch wrapper reshapes them; side inputs are read through their strides)."""
     spec = snippet_spec(*CASES[name], FAMILY)
-    result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True))
+    result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True))
     assert result.ok, result.message
 
 
@@ -139,9 +139,9 @@ def test_aligned_pool_layouts(name, mode, monkeypatch):
     source = compile_spec(spec, ("sm_90",))
     kernel = source.code.split("def launch_")[0]
     assert ("ct.reshape(ct.load(" in kernel) == (mode == "reshape" or "ceil" in name)
-    result = emulated_check(spec, source, make_input=make_inputs())
+    result = check_emulated(spec, source, make_input=make_inputs())
     assert result.ok, result.message
-    strided = emulated_check(spec, source, make_input=make_inputs(strided=True))
+    strided = check_emulated(spec, source, make_input=make_inputs(strided=True))
     assert strided.ok, strided.message
 
 
@@ -153,5 +153,5 @@ def test_global_pool_tile_table(cols, elems, monkeypatch):
     monkeypatch.setitem(MEMORY_TUNING, "pool_global_elems", elems)
     for name in ("adaptive_avg2d_global_fp16_relu", "adaptive_max2d_global"):
         spec = snippet_spec(*CASES[name], FAMILY)
-        result = emulated_check(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs())
+        result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs())
         assert result.ok, result.message
