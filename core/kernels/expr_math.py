@@ -1,0 +1,117 @@
+"""Math functions cuTile lacks, built from what it has (the expression compiler's building blocks).
+
+erf/erfc: a Taylor series near 0 and a Chebyshev erfc fit elsewhere; erfinv: Giles' single-precision fit;
+log1p (compensated) and expm1 (Taylor near 0); trunc and round half to even from floor/ceil; softplus; integer
+powers by squaring; clamps. Each method returns an expression string, after emitting any temporaries it needs
+through `temp` (so the caller's line order is: temporaries, then the op's own assignment).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from .expr_args import float_literal
+from .expr_emitter import EmitterBase
+
+# erf(z) = z * P(z^2) for |z| < 0.5 (Taylor series, relative error < 2e-7 in float32).
+ERF_SMALL = [2.0 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(7)]
+# erfc(z) = t * exp(-z^2 + Q(t)), t = 1 / (1 + z / 2), z >= 0: a Chebyshev fit with relative error ~1e-7
+# (float64); about 1e-5 in float32 at z ~ 9 where erfc underflows anyway.
+ERFC_Q = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
+          -0.82215223, 0.17087277]
+# erfinv(x) = x * P(w), w = -log(1 - x^2): Giles' single-precision fit, two branches split at w = 5.
+ERFINV_CENTRAL = [1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087, -4.39150654e-06,
+                  -3.5233877e-06, 3.43273939e-07, 2.81022636e-08]
+ERFINV_TAIL = [2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773, -0.00367342844,
+               0.00134934322, 0.000100950558, -0.000200214257]
+# expm1(x) for |x| < 0.5: Taylor series to x^9 (error < 1e-9).
+EXPM1_SMALL = [1.0 / math.factorial(n) for n in range(1, 10)]
+
+
+def clamp_expr(x: str, lo: str | None, hi: str | None) -> str:
+    """min(max(x, lo), hi), either bound optional (operands already rendered)."""
+    expr = x
+    if lo is not None:
+        expr = f"ct.maximum({expr}, {lo})"
+    if hi is not None:
+        expr = f"ct.minimum({expr}, {hi})"
+    return expr
+
+
+def hard_sigmoid(x: str) -> str:
+    return f"{clamp_expr(f'{x} + 3.0', '0.0', '6.0')} * {float_literal(1 / 6)}"
+
+
+def horner(coeffs: Sequence[float], var: str) -> str:
+    """c0 + v*(c1 + v*(c2 + ...)) as one expression."""
+    expr = float_literal(coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        expr = f"{float_literal(c)} + {var} * ({expr})"
+    return expr
+
+
+class MathExpansions(EmitterBase):
+    def erfc_pos(self, az: str) -> str:
+        """erfc(az) for az >= 0 (a temp)."""
+        t = self.temp(f"1.0 / (1.0 + 0.5 * {az})")
+        q = horner(ERFC_Q, t)
+        return self.temp(f"{t} * ct.exp({q} - {az} * {az})")
+
+    def erf_parts(self, z: str) -> tuple[str, str, str]:
+        """(|z|, erfc(|z|), erf(z) by the small-|z| series) as temps: erf and erfc pick between them."""
+        az = self.temp(f"ct.abs({z})")
+        ec = self.erfc_pos(az)
+        z2 = self.temp(f"{z} * {z}")
+        return az, ec, self.temp(f"{z} * ({horner(ERF_SMALL, z2)})")
+
+    def erf(self, z: str) -> str:
+        az, ec, small = self.erf_parts(z)
+        return f"ct.where({az} < 0.5, {small}, ct.where({z} < 0.0, {ec} - 1.0, 1.0 - {ec}))"
+
+    def erfc(self, z: str) -> str:
+        az, ec, small = self.erf_parts(z)
+        return f"ct.where({az} < 0.5, 1.0 - {small}, ct.where({z} < 0.0, 2.0 - {ec}, {ec}))"
+
+    def erfinv(self, x: str) -> str:
+        w = self.temp(f"-ct.log((1.0 - {x}) * (1.0 + {x}))")
+        wc = self.temp(f"{w} - 2.5")
+        wt = self.temp(f"ct.sqrt({w}) - 3.0")
+        return f"{x} * ct.where({w} < 5.0, {horner(ERFINV_CENTRAL, wc)}, {horner(ERFINV_TAIL, wt)})"
+
+    def log1p(self, x: str) -> str:
+        # log(u) * x / (u - 1) with u = 1 + x cancels the rounding error of u (exact to a few ulp).
+        u = self.temp(f"1.0 + {x}")
+        return f"ct.where({u} == 1.0, {x}, ct.log({u}) * ({x} / ({u} - 1.0)))"
+
+    def expm1(self, x: str) -> str:
+        p = horner(EXPM1_SMALL, x)
+        return f"ct.where(ct.abs({x}) < 0.5, {x} * ({p}), ct.exp({x}) - 1.0)"
+
+    def trunc(self, x: str) -> str:
+        return f"ct.where({x} < 0.0, ct.ceil({x}), ct.floor({x}))"
+
+    def round_half_even(self, x: str) -> str:
+        fl = self.temp(f"ct.floor({x})")
+        d = self.temp(f"{x} - {fl}")
+        odd = f"({fl} * 0.5 != ct.floor({fl} * 0.5))"
+        return f"ct.where(({d} > 0.5) | (({d} == 0.5) & {odd}), {fl} + 1.0, {fl})"
+
+    def softplus(self, x: str, beta: float, threshold: float) -> str:
+        bx = x if beta == 1.0 else self.temp(f"{x} * {float_literal(beta)}")
+        e = self.temp(f"ct.exp({bx})")
+        lp = self.log1p(e)
+        if beta != 1.0:
+            lp = f"({lp}) * {float_literal(1.0 / beta)}"
+        return f"ct.where({bx} > {float_literal(threshold)}, {x}, {lp})"
+
+    def int_power(self, x: str, n: int) -> str:
+        """x**n by squaring (n >= 1), with temps for the squares."""
+        result, square = None, x
+        while True:
+            if n & 1:
+                result = square if result is None else self.temp(f"{result} * {square}")
+            n >>= 1
+            if not n:
+                return result
+            square = self.temp(f"{square} * {square}")
