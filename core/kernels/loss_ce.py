@@ -1,0 +1,143 @@
+"""Class-index losses (cross_entropy_loss, nll_loss, nll_loss_nd, nll_loss2d): one value per sample. The input is
+viewed as (N, C, spatial...); a block owns BR samples and walks the classes in BC chunks with an online
+log-sum-exp (cross entropy; plain (N, C) logits come in as coalesced `ct.load` tiles, other layouts by
+coordinates), or gathers x[n, target, s] directly (NLL). weight, ignore_index and label_smoothing follow PyTorch
+(the mean divides by the summed weights of the non-ignored samples). Class-probability targets are unsupported."""
+
+from __future__ import annotations
+
+from .base import KernelSource, Unsupported, pow2_at_least
+from .indexing import MEMORY_TUNING, array_param, decode, prod
+from .loss_output import per_row_module, reduced_module
+from .loss_plan import I, CoordLoader, LossPlan, ValueSource, lit, num_arg
+
+
+def class_loss(plan: LossPlan) -> KernelSource:
+    rec, a = plan.rec, plan.args
+    op = rec.op
+    x_ref, t_ref = a.get("self"), a.get("target")
+    xshape, tshape = plan.shape_of(x_ref), plan.shape_of(t_ref)
+    tin = plan.inputs.get(t_ref["ref"])
+    if tin is None or tin.dtype not in ("int64", "int32", "int16", "int8", "uint8"):
+        raise Unsupported(f"{rec.target}: class-probability targets (only class indices are supported)")
+    if len(xshape) == 1:
+        N, C, dshape = 1, xshape[0], []
+    else:
+        N, C, dshape = xshape[0], xshape[1], xshape[2:]
+    S = prod(dshape)
+    R = N * S
+    if prod(tshape) != R:
+        raise Unsupported(f"{rec.target}: target shape {tshape} for input {xshape}")
+    ig = a.get("ignore_index")
+    ignore = int(ig) if isinstance(ig, (int, float)) else -100
+    ls = num_arg(a, "label_smoothing", 0.0) if op == "cross_entropy_loss" else 0.0
+    for r in plan.prologue:
+        if list(r.output) != xshape:
+            raise Unsupported(f"prologue {r.op} of shape {r.output} before {op}")
+    plan.views[tin.name] = f"{tin.name}.reshape({R})"
+    weight = plan.operand("weight")
+    win = None
+    if weight is not None:
+        win = plan.inputs.get(weight["ref"])
+        if win is None or win.shape != [C]:
+            raise Unsupported(f"{rec.target}: class weight must be a ({C},) input")
+    xin = plan.inputs.get(x_ref["ref"])
+    # plain (N, C) logits of cross entropy without label smoothing: coalesced tile loads, a lane-wise sum of
+    # exponentials (one row max per chunk, no per-chunk sum) and the target logit gathered once per row
+    plain = op == "cross_entropy_loss" and len(xshape) == 2 and not plan.prologue and xin is not None
+    fast = plain and not ls
+    if fast:
+        BC = pow2_at_least(C, 16, int(MEMORY_TUNING["ce_cols"]))
+        BR = pow2_at_least(R, 1, max(1, int(MEMORY_TUNING["ce_tile_elems"]) // BC))
+    else:
+        BC = pow2_at_least(C, 16, 1024)
+        BR = pow2_at_least(R, 1, min(256, max(1, 4096 // BC)) if op == "cross_entropy_loss" else 1024)
+    G = -(-R // BR)
+    ind, li = I, I + I
+    lines = [f"{ind}pid = ct.bid(0)",
+             f"{ind}rr = (pid * BR + ct.arange(BR, dtype=ct.int32))[:, None]",
+             f"{ind}tgt = ct.gather({array_param(tin)}, rr).astype(ct.int32)"]
+    # coordinates of the input's dims: (n, class, spatial...) with n, spatial from the sample index
+    lead = [] if len(xshape) == 1 else (["rr"] if S == 1 else [f"(rr // {S})"])
+    spatial = decode("rr", dshape, lines, ind, "sd", bound_outer=True) if dshape else []
+    if dshape and S == 1:
+        spatial = ["0"] * len(dshape)
+
+    def values_at(cvar: str, tile: str, wind: str) -> str:
+        """The loss input (prologue applied) at classes `cvar` of the block's samples, float32."""
+        coords = lead + [cvar] + spatial
+        loader = CoordLoader(plan, coords, xshape, tile, lines, wind)
+        val = ValueSource(plan, {}, loader, lines, wind)
+        return val(x_ref)
+
+    wt = "1.0"
+    if win is not None:
+        lines.append(f"{ind}wt = ct.gather({array_param(win)}, tgt).astype(ct.float32)")
+        wt = "wt"
+    if fast:
+        log2e = 1.4426950408889634
+        lines += [f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)",
+                  f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
+                  f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
+                  f"{ind}for j in range({-(-C // BC)}):",
+                  f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
+                  f"padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)",
+                  f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
+                  f"{li}l = l * ct.exp2((m - mn) * {log2e!r}) + ct.exp2(xv * {log2e!r} - mn * {log2e!r})",
+                  f"{li}m = mn",
+                  f"{ind}lse = m + ct.log(ct.sum(l, axis=1, keepdims=True))",
+                  f"{ind}per = (lse - xt) * wt" if win is not None else f"{ind}per = lse - xt"]
+    elif op == "cross_entropy_loss":
+        lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
+                  f"{ind}l = ct.zeros((BR, 1), dtype=ct.float32)",
+                  f"{ind}xt = ct.zeros((BR, 1), dtype=ct.float32)"]
+        if ls:
+            lines.append(f"{ind}sx = ct.zeros((BR, 1), dtype=ct.float32)")
+            if win is not None:
+                lines.append(f"{ind}sw = ct.zeros((1, 1), dtype=ct.float32)")
+        lines.append(f"{ind}for j in range({-(-C // BC)}):")
+        lines.append(f"{li}cc = j * BC + ct.arange(BC, dtype=ct.int32)[None, :]")
+        if plain:
+            # plain (N, C) logits: coalesced tile loads, -inf past the last class / row
+            lines.append(f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
+                         f"padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)")
+        else:
+            xv = values_at("cc", "(BR, BC)", li)
+            lines.append(f"{li}xv = ct.where(cc < {C}, {xv}, -math.inf)")
+        lines += [
+                  f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
+                  f"{li}l = l * ct.exp(m - mn) + ct.sum(ct.exp(xv - mn), axis=1, keepdims=True)",
+                  f"{li}m = mn",
+                  f"{li}xt = xt + ct.sum(ct.where(cc == tgt, xv, 0.0), axis=1, keepdims=True)"]
+        if ls:
+            if win is not None:
+                lines += [f"{li}wc = ct.gather({array_param(win)}, cc).astype(ct.float32)",
+                          f"{li}sx = sx + ct.sum(ct.where(cc < {C}, xv * wc, 0.0), axis=1, keepdims=True)",
+                          f"{li}sw = sw + ct.sum(wc, axis=1, keepdims=True)"]
+            else:
+                lines.append(f"{li}sx = sx + ct.sum(ct.where(cc < {C}, xv, 0.0), axis=1, keepdims=True)")
+        lines.append(f"{ind}lse = m + ct.log(l)")
+        per = "(lse - xt) * wt" if win is not None else "lse - xt"
+        if ls:
+            smooth = "(lse * sw - sx)" if win is not None else f"(lse * {lit(float(C))} - sx)"
+            per = f"({per}) * {lit(1.0 - ls)} + {smooth} * {lit(ls / C)}"
+        lines.append(f"{ind}per = {per}")
+    else:
+        xt = values_at("tgt", "(BR, 1)", ind)
+        lines.append(f"{ind}per = -{xt} * wt" if win is not None else f"{ind}per = -{xt}")
+    lines.append(f"{ind}ok = (rr < {R}) & (tgt != {ignore})")
+    lines.append(f"{ind}per = ct.where(ok, per, 0.0)")
+    consts = [("BR", BR), ("BC", BC)] if op == "cross_entropy_loss" else [("BR", BR)]
+    if plan.reduction == 0:
+        out_shape = list(rec.output)
+        if prod(out_shape) != R:
+            raise Unsupported(f"unreduced {op} of shape {out_shape}")
+        return per_row_module(plan, lines, out_shape, consts, G, f"{op} (reduction none): {BR} rows/block",
+                              bound_outer=True)
+    quantities = ["s0"]
+    lines.append(f"{I}s0 = ct.reshape(ct.sum(per), (1,))")
+    if plan.reduction == 1:
+        lines.append(f"{I}s1 = ct.reshape(ct.sum(ct.where(ok, {wt}, 0.0)), (1,))")
+        quantities.append("s1")
+    return reduced_module(plan, lines, quantities, G, None, consts,
+                          f"{op}: {BR} samples x {BC} classes per block, online log-sum-exp, two-stage mean")
