@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .base import Unsupported
 from .conv_index import frame
-from .gemm_common import is_ref, load_side_lines, prod, tup
+from .gemm_common import SideOperands, is_ref, load_side_lines, prod, tup
 
 
 def refs(v) -> list[str]:
@@ -20,7 +20,7 @@ def refs(v) -> list[str]:
     return []
 
 
-class Epilogue:
+class Epilogue(SideOperands):
     channel_tile = "BCO"  # kernel constant: output channels per block
     channel_block = "cob"  # kernel variable: the block's channel-tile index
     store_batch = "ng"  # kernel variable: the output view's leading index
@@ -58,19 +58,6 @@ class Epilogue:
         g = [("g", None)] if self.grouped else []
         return [("n", None)] + g + [(self.channel_block, self.channel_tile), ("od", None), ("ohb", "BOH"),
                                     ("owb", "BOW")]
-
-    def load_side(self, value: str) -> str:
-        if value in self.side_vars:
-            return self.side_vars[value]
-        t = self.inputs.get(value)
-        if t is None:
-            raise Unsupported(f"fused operand {value} is neither a kernel input nor computed in the kernel")
-        if t.role == "scalar":
-            name = f"sc{len(self.scalars)}"
-            self.scalars.append((name, f"float({self.sig.host[value]})"))
-            self.side_vars[value] = name
-            return name
-        return self._side(self.sig.host[value], list(t.shape), value)
 
     def _side(self, host: str, shape: list[int], key: str) -> str:
         view = self.side_view(shape, f"fused operand {key}")

@@ -302,3 +302,22 @@ def value_shapes(spec: KernelSpec) -> dict[str, list[int]]:
     for r in spec.ops:
         shapes[r.node] = list(r.output)
     return shapes
+
+
+class SideOperands:
+    """`load_side` for epilogue builders (matmul, conv): a fused operand is a value computed earlier in the kernel,
+    a scalar argument (passed as a float), or a side tensor, which the builder's `_side(host, shape, key)` views
+    and loads. Builders provide `side_vars`, `inputs`, `scalars` and `sig`."""
+
+    def load_side(self, value: str) -> str:
+        if value in self.side_vars:
+            return self.side_vars[value]
+        t = self.inputs.get(value)
+        if t is None:
+            raise Unsupported(f"fused operand {value} is neither a kernel input nor computed in the kernel")
+        if t.role == "scalar":
+            name = f"sc{len(self.scalars)}"
+            self.scalars.append((name, f"float({self.sig.host[value]})"))
+            self.side_vars[value] = name
+            return name
+        return self._side(self.sig.host[value], list(t.shape), value)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported
-from .gemm_common import (LOW_PRECISION, TILES, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv, check_float,
+from .gemm_common import (LOW_PRECISION, SideOperands, TILES, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv, check_float,
                           elementwise_ops, fresh_name, is_ref, kernel_decorator, load_side_lines, parse_batch_norm,
                           pow2_clamp, prod, side_view, tensor_input, tup, value_shapes)
 
@@ -324,7 +324,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     return _Builder(spec, anchor, g, bn, epilogue).build()
 
 
-class _Builder:
+class _Builder(SideOperands):
     def __init__(self, spec: KernelSpec, anchor: OpRecord, g: Gemm, bn: BatchNorm | None, epilogue: list[OpRecord]):
         self.spec, self.anchor, self.g, self.bn, self.epilogue = spec, anchor, g, bn, epilogue
         self.inputs = {t.graph_value: t for t in spec.inputs}
@@ -410,20 +410,6 @@ class _Builder:
         return sig
 
     # ---- kernel -----------------------------------------------------------------------------------------
-    def load_side(self, value: str) -> str:
-        if value in self.side_vars:
-            return self.side_vars[value]
-        t = self.inputs.get(value)
-        if t is None:
-            raise Unsupported(f"fused operand {value} is neither a kernel input nor computed in the kernel")
-        if t.role == "scalar":
-            name = f"sc{len(self.scalars)}"
-            self.scalars.append((name, f"float({self.sig.host[value]})"))
-            self.side_vars[value] = name
-            return name
-        host = self.sig.host[value]
-        return self._side(host, t.shape, value)
-
     def _side(self, host: str, shape: list[int], key: str) -> str:
         g = self.g
         suffix, view = side_view(shape, g.out_shape, g.perm, g.groups, f"fused operand {key}")
