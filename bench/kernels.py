@@ -111,6 +111,13 @@ CASES = [
 ]
 
 
+def print_table(rows: list[list[str]]) -> None:
+    """Print rows of strings as left-aligned columns (the first row is the header)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
 def median_ms(fn, arg_sets, reps=20, warmup=3) -> float:
     for i in range(warmup):
         fn(*arg_sets[i % len(arg_sets)])
@@ -216,9 +223,7 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 - one case never stops the table
             rows.append([case[0], case[1], f"ERROR {type(exc).__name__}: {str(exc)[:80]}", "", "", "", ""])
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print_table(rows)
     return 0
 
 

@@ -70,7 +70,7 @@ CASES = [
 ]
 
 
-from kernels import median_ms  # noqa: E402  (shared with bench/kernels.py, beside this script)
+from kernels import median_ms, print_table  # noqa: E402  (shared with bench/kernels.py, beside this script)
 
 
 def spec_for(model: str, inputs: str, families: tuple[str, ...] = ("matmul", "conv")):
@@ -150,9 +150,7 @@ def main() -> int:
             rows.append([label, f"ERROR {type(exc).__name__}: {str(exc)[:100]}", "", "", "", "", "", ""])
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
         torch.cuda.empty_cache()
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print_table(rows)
     return 0
 
 

@@ -24,7 +24,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import median_ms  # noqa: E402
+from kernels import median_ms, print_table  # noqa: E402
 from kernels_matmul_conv import BF, HF, _mod, spec_for  # noqa: E402
 
 SDPA = "F.scaled_dot_product_attention"
@@ -186,11 +186,9 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001
             rows.append([label, "-", f"ERROR {type(exc).__name__}: {str(exc)[:80]}", "", "", "", "", "", ""])
         torch.cuda.empty_cache()
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     print(f"{torch.cuda.get_device_name()}: tile variants vs PyTorch, median of {args.reps}, "
           f"{time.perf_counter() - start:.0f} s")
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print_table(rows)
     return 0
 
 

@@ -22,7 +22,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import CASES, _index_inputs, median_ms, spec_for  # noqa: E402 - bench/kernels.py helpers
+from kernels import CASES, _index_inputs, median_ms, print_table, spec_for  # noqa: E402 - bench/kernels.py helpers
 
 # case label (as in bench/kernels.py) → list of (variant name, MEMORY_TUNING overrides)
 VARIANTS = {
@@ -186,9 +186,7 @@ def main() -> int:
         rows.append([label, "eager", "", f"{eager:.3f}", f"{ceiling / eager:.2f}" if ceiling else "", "1.00x"])
         torch.cuda.empty_cache()
     print(f"# {torch.cuda.get_device_name()}, {time.time() - t0:.0f} s; * = current MEMORY_TUNING default")
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print_table(rows)
     return 0
 
 
