@@ -273,17 +273,9 @@ class _RowNorm:
 
     def normalize_and_store(self, kern: Kernel, chunk: str, skip=frozenset()) -> None:
         """Load the chunk (prologue included), normalize it with `mean`/`rstd`, run the epilogue, store."""
-        k = kern.body
         t, env, ctx = self.gen.load_tile(chunk, kern)
-        self.emit_normalized(kern, t, chunk)
-        env = dict(env)
-        env[self.parts.anchor.node] = "y"
-        for gv, idx in self.parts.getitems.items():
-            if idx == 0:
-                env[gv] = "y"
-        env = emit_ops(self.parts.epilogue, env, lambda v: ctx.load(v, k), k)
-        outs = {t.graph_value for _, t in self.gen.out_views} - set(skip)
-        self.gen.store_outputs(env, chunk, outs, kern)
+        outs = {o.graph_value for _, o in self.gen.out_views} - set(skip)
+        self.finish_tile(kern, env, ctx, chunk, t, outs)
 
     def masked(self, k: Code, t: str) -> str:
         valid = self.L.valid()
@@ -450,7 +442,8 @@ class _RowNorm:
         if b:
             k(f"y = y + {b}")
 
-    def finish_tile(self, kern: Kernel, env, ctx, chunk: str, t: str) -> None:
+    def finish_tile(self, kern: Kernel, env, ctx, chunk: str, t: str, outs=None) -> None:
+        """Normalize the loaded tile `t` with `mean`/`rstd`, run the epilogue, store `outs` (None: every output)."""
         k = kern.body
         self.emit_normalized(kern, t, chunk)
         env = dict(env)
@@ -459,7 +452,7 @@ class _RowNorm:
             if idx == 0:
                 env[gv] = "y"
         env = emit_ops(self.parts.epilogue, env, lambda v: ctx.load(v, k), k)
-        self.gen.store_outputs(env, chunk, None, kern)
+        self.gen.store_outputs(env, chunk, outs, kern)
 
     # -- few long rows: per-segment statistics (kernel one), merged by every segment's block (kernel two)
     def stat_names(self) -> list[str]:
