@@ -24,6 +24,13 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kernels import CASES, _index_inputs, median_ms, print_table, spec_for  # noqa: E402 - bench/kernels.py helpers
 
+def _shifted(inner: str, outputs: int, rows: int, cols: int) -> tuple[str, dict]:
+    """A shifted-path max_pool variant: `outputs` per block as (channels x rows x cols) output tiles."""
+    return (f"{inner} {outputs}: {outputs // (rows * cols)} rows x {rows}x{cols}",
+            {"pool_overlap_mode": "shifted", "pool_overlap_inner": inner, "pool_overlap_outputs": outputs,
+             "pool_overlap_rows": rows, "pool_overlap_cols": cols})
+
+
 # case label (as in bench/kernels.py) → list of (variant name, MEMORY_TUNING overrides)
 VARIANTS = {
     "gelu bf16 64M": [
@@ -47,24 +54,12 @@ VARIANTS = {
     ],
     "max_pool2d 3x3/2 64x128x112x112 fp16": [
         ("gather 2048 outs (old)", {"pool_overlap_mode": "gather", "pool_window_outputs": 2048}),
-        ("split 1024: 8 rows x 8x16", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "split",
-                                       "pool_overlap_outputs": 1024, "pool_overlap_rows": 8,
-                                       "pool_overlap_cols": 16}),
-        ("split 2048: 16 rows x 8x16", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "split",
-                                        "pool_overlap_outputs": 2048, "pool_overlap_rows": 8,
-                                        "pool_overlap_cols": 16}),
-        ("merged 1024: 8 rows x 8x16", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "merged",
-                                        "pool_overlap_outputs": 1024, "pool_overlap_rows": 8,
-                                        "pool_overlap_cols": 16}),
-        ("merged 2048: 16 rows x 8x16", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "merged",
-                                         "pool_overlap_outputs": 2048, "pool_overlap_rows": 8,
-                                         "pool_overlap_cols": 16}),
-        ("merged 1024: 8 rows x 4x32", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "merged",
-                                        "pool_overlap_outputs": 1024, "pool_overlap_rows": 4,
-                                        "pool_overlap_cols": 32}),
-        ("merged 2048: 8 rows x 8x32", {"pool_overlap_mode": "shifted", "pool_overlap_inner": "merged",
-                                        "pool_overlap_outputs": 2048, "pool_overlap_rows": 8,
-                                        "pool_overlap_cols": 32}),
+        _shifted("split", 1024, 8, 16),
+        _shifted("split", 2048, 8, 16),
+        _shifted("merged", 1024, 8, 16),
+        _shifted("merged", 2048, 8, 16),
+        _shifted("merged", 1024, 4, 32),
+        _shifted("merged", 2048, 8, 32),
     ],
     "adaptive_avg_pool2d(1) 128x512x28x28 fp32": [
         ("256 cols x 4096", {"pool_global_cols": 256, "pool_global_elems": 4096}),
