@@ -1,5 +1,5 @@
-"""Attention family (CPU): the corpus attention spec and one scaled_dot_product_attention snippet per variant
-generate, trace and compile ahead of time for sm_90 and sm_100; the snippets are also executed by the CPU emulator
+"""Attention family (CPU; corpus specs: test_corpus_compile.py): one scaled_dot_product_attention snippet per
+variant generates, trace and compile ahead of time for sm_90 and sm_100; the snippets are also executed by the CPU emulator
 against their references."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from .cutile_emulator import check_emulated
-from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
+from .helpers_indexed import compile_spec, forward, make_inputs, snippet_spec
 
 FAMILY = "attention"
 SDPA = "F.scaled_dot_product_attention"
@@ -42,16 +42,6 @@ CASES = {
     "epilogue_residual": (forward(f"{SDPA}(q, k, v) * 0.5 + q", "q, k, v"), f"[{qkv(2, 2, 9, 9, 16)}]"),
 }
 BOTH_ARCHES = {"causal_fp16_rect", "key_padding_mask_fp16"}
-
-
-@pytest.mark.parametrize("path", CORPUS, ids=model_id)
-def test_corpus_attention_specs_compile(path, analyses):
-    _, dec = analyses(path)
-    specs = family_specs(dec, FAMILY)
-    if not specs:
-        pytest.skip("no attention kernel in this model")
-    for spec in specs:
-        compile_spec(spec, ("sm_90", "sm_100"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

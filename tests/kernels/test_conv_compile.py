@@ -1,5 +1,4 @@
-"""Conv family (CPU): every corpus convolution spec generates, traces on meta tensors and compiles ahead of time
-for sm_90 and sm_100; one snippet per variant (1-D/2-D/3-D, transposed, stride/padding/'same'/dilation/groups/
+"""Conv family (CPU; corpus specs: test_corpus_compile.py): one snippet per variant (1-D/2-D/3-D, transposed, stride/padding/'same'/dilation/groups/
 output_padding, depthwise, 1x1, batch norm folding, fused epilogues with side inputs, float32/float16/bfloat16,
 odd spatial sizes) compiles and runs on the CPU emulator against its float64 reference; the GPU test file's cases
 are validated the same way."""
@@ -10,24 +9,11 @@ import math
 
 import pytest
 
-from corpus import corpus_files
-
 from . import test_conv_gpu
 from .cutile_emulator import check_emulated
 from .helpers_gemm import compile_spec_dedup, module_model, snippet_spec
 
 FAMILY = "conv"
-CORPUS = [p for p in corpus_files() if not p.name.startswith("big_")]
-
-
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
-def test_corpus_conv_specs_compile(path, analyses):
-    _, dec = analyses(path)
-    specs = [k for k in dec.kernels if k.family == FAMILY]
-    if not specs:
-        pytest.skip("no convolution kernel in this model")
-    for spec in specs:
-        compile_spec_dedup(spec, ("sm_90", "sm_100"))
 
 
 def _m(init: str, forward: str, args: str = "x") -> str:

@@ -1,4 +1,4 @@
-"""Gather family (CPU): every corpus gather spec and one snippet per op variant generate, trace and compile ahead
+"""Gather family (CPU; corpus specs: test_corpus_compile.py): one snippet per op variant generates, trace and compile ahead
 of time for sm_90 and sm_100; the snippets are also executed by the CPU emulator against their references."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from .cutile_emulator import check_emulated
-from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
+from .helpers_indexed import compile_spec, forward, make_inputs, snippet_spec
 
 FAMILY = "gather"
 
@@ -59,16 +59,6 @@ CASES = {
                            "[torch.randn(30, 19), torch.randint(0, 30, (4, 6)), torch.randn(6, 19)]",
                            {"int_ranges": {"i": (0, 30)}}),
 }
-
-
-@pytest.mark.parametrize("path", CORPUS, ids=model_id)
-def test_corpus_gather_specs_compile(path, analyses):
-    _, dec = analyses(path)
-    specs = family_specs(dec, FAMILY)
-    if not specs:
-        pytest.skip("no gather kernel in this model")
-    for spec in specs:
-        compile_spec(spec, ("sm_90", "sm_100"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

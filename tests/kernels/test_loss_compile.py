@@ -1,4 +1,4 @@
-"""Loss family (CPU): every corpus loss spec and one snippet per loss/reduction variant generate, trace and compile
+"""Loss family (CPU; corpus specs: test_corpus_compile.py): one snippet per loss/reduction variant generates, trace and compile
 ahead of time for sm_90 and sm_100; the snippets are also executed by the CPU emulator against their references."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from .cutile_emulator import check_emulated
-from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
+from .helpers_indexed import compile_spec, forward, make_inputs, snippet_spec
 
 FAMILY = "loss"
 XY = "x, y"
@@ -83,16 +83,6 @@ CASES = {
                          "[torch.randn(8, 21), torch.randn(8, 21), torch.randn(8).sign()]", {"signs": ("z",)}),
 }
 BOTH_ARCHES = {"mse_sum_large", "cross_entropy_nd_ignore", "triplet_swap_p1_sum"}
-
-
-@pytest.mark.parametrize("path", CORPUS, ids=model_id)
-def test_corpus_loss_specs_compile(path, analyses):
-    _, dec = analyses(path)
-    specs = family_specs(dec, FAMILY)
-    if not specs:
-        pytest.skip("no loss kernel in this model")
-    for spec in specs:
-        compile_spec(spec, ("sm_90", "sm_100"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -1,5 +1,4 @@
-"""Matmul family (CPU): every corpus matmul spec generates, traces on meta tensors and compiles ahead of time for
-sm_90 and sm_100; one snippet per variant (every anchor op, batch broadcasting, 1-D operands, einsum forms,
+"""Matmul family (CPU; corpus specs: test_corpus_compile.py): one snippet per variant (every anchor op, batch broadcasting, 1-D operands, einsum forms,
 transposed operands, fused epilogues, batch norm folding, float32/float16/bfloat16, unaligned shapes) compiles and
 runs on the CPU emulator against its float64 reference; the GPU test file's cases are validated the same way."""
 
@@ -9,25 +8,12 @@ import math
 
 import pytest
 
-from corpus import corpus_files
-
 from . import test_matmul_gpu
 from .cutile_emulator import check_emulated
 from .helpers_gemm import (compile_spec_dedup, module_model, snippet_spec, snippet_specs,
                            transposed_inputs)
 
 FAMILY = "matmul"
-CORPUS = [p for p in corpus_files() if not p.name.startswith("big_")]
-
-
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
-def test_corpus_matmul_specs_compile(path, analyses):
-    _, dec = analyses(path)
-    specs = [k for k in dec.kernels if k.family == FAMILY]
-    if not specs:
-        pytest.skip("no matmul kernel in this model")
-    for spec in specs:
-        compile_spec_dedup(spec, ("sm_90", "sm_100"))
 
 
 def _m(forward: str, args: str, init: str = "") -> str:

@@ -1,4 +1,4 @@
-"""Pool family (CPU): every corpus pooling spec and one snippet per variant generate, trace and compile ahead of
+"""Pool family (CPU; corpus specs: test_corpus_compile.py): one snippet per variant generates, trace and compile ahead of
 time for sm_90 and sm_100; the snippets are also executed by the CPU emulator against their references."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from .cutile_emulator import check_emulated
-from .helpers_indexed import CORPUS, compile_spec, family_specs, forward, make_inputs, model_id, snippet_spec
+from .helpers_indexed import compile_spec, forward, make_inputs, snippet_spec
 
 FAMILY = "pool"
 
@@ -59,16 +59,6 @@ CASES = {
 }
 BOTH_ARCHES = {"aligned_max2d_ceil_odd", "shifted_max2d_k3s2p1_even", "max2d_k3s2p1_fp16", "avg2d_ceil_exclude_pad",
                "adaptive_avg2d_global_fp16_relu"}
-
-
-@pytest.mark.parametrize("path", CORPUS, ids=model_id)
-def test_corpus_pool_specs_compile(path, analyses):
-    _, dec = analyses(path)
-    specs = family_specs(dec, FAMILY)
-    if not specs:
-        pytest.skip("no pooling kernel in this model")
-    for spec in specs:
-        compile_spec(spec, ("sm_90", "sm_100"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
