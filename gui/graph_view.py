@@ -22,8 +22,9 @@ from tilestudio.core.graph_layout import GraphLayout, decomposition_graph, layer
 from tilestudio.core.specs import Decomposition
 
 from .graph_items import (STATUSES, EdgeItem, Fonts, NodeData, NodeItem, node_size, normalise_status,  # noqa: F401
-                          status_colour, theme_for_palette)
+                          status_colour)
 from .theme import DARK, Theme
+from .widgets import follow_palette_theme, paint_placeholder
 
 SYNC_LAYOUT_MAX_NODES = 150  # above this the layout runs on a worker thread (~40 ms per 150 nodes)
 MIN_ZOOM, MAX_ZOOM = 0.05, 4.0
@@ -138,12 +139,7 @@ class GraphView(QGraphicsView):
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt API)
         super().paintEvent(event)
         if not self.scene().items() and self.placeholder:
-            painter = QPainter(self.viewport())
-            painter.setPen(self.palette().placeholderText().color())
-            painter.drawText(self.viewport().rect().adjusted(12, 12, -12, -12),
-                             Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap,
-                             self.placeholder)
-            painter.end()
+            paint_placeholder(self, self.placeholder)
 
 
 class _LayoutDone(QObject):
@@ -272,11 +268,7 @@ class GraphPane(QWidget):
         self.scene.update()
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
-        # The main window switches themes by setting the application palette: follow it.
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
-            theme = theme_for_palette(self.palette())
-            if theme is not self.theme:
-                self.set_theme(theme)
+        follow_palette_theme(self, event)
         super().changeEvent(event)
 
     # ---- content -------------------------------------------------------------------------------------------

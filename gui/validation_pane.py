@@ -31,13 +31,12 @@ from tilestudio.core.specs import Decomposition
 from tilestudio.core.validate import ValidationReport, fold
 
 from .code_editor import monospace_font
-from .graph_view import theme_for_palette
 from .kernels_pane import swatch
 from .settings_dialog import AppSettings
 from .theme import DARK, Theme
 from .validation_support import (dry_run_text, kill_tree, log_kind_for, num, quote, signal_name, timings_text,
                                  validate_command)
-from .widgets import PlaceholderTree
+from .widgets import PlaceholderTree, follow_palette_theme
 
 COLUMNS = ["Kernel", "Compile (s)", "Check", "Max abs err", "Max rel err", "Time (ms)", "Message"]
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -174,11 +173,7 @@ class ValidationPane(QWidget):
         self._refresh_summary()
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
-        # The main window switches themes by setting the application palette: follow it.
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
-            theme = theme_for_palette(self.palette())
-            if theme is not self.theme:
-                self.set_theme(theme)
+        follow_palette_theme(self, event)
         super().changeEvent(event)
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)

@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView, QTreeWidget, QWidget
+from PySide6.QtWidgets import (QAbstractScrollArea, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeView,
+                               QTreeWidget, QWidget)
+
+from .graph_items import theme_for_palette
+
+
+def paint_placeholder(view: QAbstractScrollArea, text: str) -> None:
+    """Draw why an empty view is empty: `text`, word-wrapped at the top of its viewport, in the placeholder colour."""
+    painter = QPainter(view.viewport())
+    painter.setPen(view.palette().placeholderText().color())
+    painter.drawText(view.viewport().rect().adjusted(12, 12, -12, -12),
+                     Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap, text)
+    painter.end()
+
+
+def follow_palette_theme(widget, event: QEvent) -> None:
+    """In a widget's changeEvent: the main window switches themes by setting the application palette, so a widget
+    that draws with a Theme calls its `set_theme` when the palette now stands for another theme."""
+    if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+        theme = theme_for_palette(widget.palette())
+        if theme is not widget.theme:
+            widget.set_theme(theme)
 
 
 class WrappingDelegate(QStyledItemDelegate):
@@ -46,12 +67,7 @@ class PlaceholderTree(QTreeWidget):
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt API)
         super().paintEvent(event)
         if self.topLevelItemCount() == 0 and self.placeholder:
-            painter = QPainter(self.viewport())
-            painter.setPen(self.palette().placeholderText().color())
-            painter.drawText(self.viewport().rect().adjusted(12, 12, -12, -12),
-                             Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap,
-                             self.placeholder)
-            painter.end()
+            paint_placeholder(self, self.placeholder)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
