@@ -1,9 +1,10 @@
 """Recurrence kernels on the GPU vs the float64 reference: LSTM/GRU/RNN, both directions, fp32/fp16/bf16.
 
 W_hh and b_hh are drawn like PyTorch's initialisation, U(-1/sqrt(H), 1/sqrt(H)) (checking.spec_input_maker does it for
-every recurrence check), not N(0, 1): with N(0, 1) weights (spectral radius ~ sqrt(H)) the recurrence is chaotic, a 1e-7 relative perturbation grows to O(1) within ~20 steps
-at H = 128, and no float32 implementation — PyTorch's own included — meets a float64 reference (the GRU-128,
-33-step case failed that way). `CHECK` is swapped for the CPU emulator by test_recurrent_compile.py.
+every recurrence check), not N(0, 1): with N(0, 1) weights (spectral radius ~ sqrt(H)) the recurrence is chaotic, a
+1e-7 relative perturbation grows to O(1) within ~20 steps at H = 128, and no float32 implementation — PyTorch's own
+included — meets a float64 reference (the GRU-128, 33-step case failed that way). `CHECK` is swapped for the CPU
+emulator by test_recurrent_compile.py.
 """
 
 
