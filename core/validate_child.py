@@ -102,25 +102,22 @@ def gpu_turn(exclusive: bool):
 
 
 def _time_ms(fn, args_sets: list, reps: int, warmup: int) -> float:
-    with gpu_turn(exclusive=True):
-        return _timed(fn, args_sets, reps, warmup)
-
-
-def _timed(fn, args_sets: list, reps: int, warmup: int) -> float:
+    """Median of `reps` CUDA-event timings after `warmup` calls, rotating the input sets; alone on the GPU."""
     import torch
 
-    for i in range(warmup):
-        fn(*args_sets[i % len(args_sets)])
-    torch.cuda.synchronize()
-    times = []
-    for i in range(reps):
-        args = args_sets[i % len(args_sets)]
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+    with gpu_turn(exclusive=True):
+        for i in range(warmup):
+            fn(*args_sets[i % len(args_sets)])
+        torch.cuda.synchronize()
+        times = []
+        for i in range(reps):
+            args = args_sets[i % len(args_sets)]
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*args)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
     return statistics.median(times)
 
 
