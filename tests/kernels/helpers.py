@@ -36,3 +36,19 @@ def compile_all(spec, arches=("sm_90",)):
             size, _ = compile_launch(rec, arch)
             assert size > 0
     return source
+
+
+def compile_spec(spec, arches=("sm_90", "sm_100")):
+    """compile_all for both target arches by default (the family tests' compile helper)."""
+    return compile_all(spec, arches)
+
+
+def run_check(spec, make_input=None, check=None):
+    """Generate (no skeleton), then run `check` (default: checking.check_kernel on the GPU); returns its result.
+    aot.load_source registers the generated text with linecache, where cuTile reads a kernel's source."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.checking import check_kernel
+
+    source = generate_kernel(spec)
+    assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
+    return (check or check_kernel)(spec, source, make_input=make_input)

@@ -128,13 +128,6 @@ class Model(nn.Module):
 '''
 
 
-def compile_spec(spec, arches=("sm_90", "sm_100")):
-    """Generate, trace and AOT-compile one spec for every arch (helpers.compile_all)."""
-    from .helpers import compile_all
-
-    return compile_all(spec, arches)
-
-
 def elementwise_specs(decomposition):
     return [k for k in decomposition.kernels if k.family == "elementwise"]
 

@@ -3,26 +3,8 @@
 
 from __future__ import annotations
 
-import linecache
 
 import torch
-
-
-def register_source(spec_id: str, code: str) -> None:
-    """Make generated source visible to `inspect` (cuTile re-reads a kernel's source when compiling; aot.load_source
-    execs it under the name "<kernel ID>")."""
-    name = f"<kernel {spec_id}>"
-    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
-
-
-def compile_spec(spec, arches=("sm_90", "sm_100")):
-    """helpers.compile_all with the generated source registered first; returns the KernelSource."""
-    from tilestudio.core.kernels import generate_kernel
-
-    from .helpers import compile_all
-
-    register_source(spec.id, generate_kernel(spec).code)
-    return compile_all(spec, arches)
 
 
 def transposed_inputs(names: set[str]):
@@ -67,17 +49,6 @@ def module_model(init: str, forward: str, args: str = "x") -> str:
             f"    def forward(self, {args}):\n        return {forward}\n")
 
 
-def run_check(spec, make_input=None, check=None):
-    """Generate (no skeleton), register the source, run `check` (default checking.check_kernel on the GPU)."""
-    from tilestudio.core.kernels import generate_kernel
-    from tilestudio.core.kernels.checking import check_kernel
-
-    source = generate_kernel(spec)
-    assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
-    register_source(spec.id, source.code)
-    return (check or check_kernel)(spec, source, make_input=make_input)
-
-
 _COMPILED: set = set()
 
 
@@ -89,7 +60,6 @@ def compile_spec_dedup(spec, arches=("sm_90", "sm_100")):
 
     source = generate_kernel(spec)
     assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
-    register_source(spec.id, source.code)
     records = trace_launches(source, spec)
     assert records, f"{spec.id}: the launch wrapper launched nothing"
     generic = source.code.replace(spec.id, "KERNEL")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import linecache
 import os
 
 import torch
@@ -10,30 +9,6 @@ import torch
 from corpus import corpus_files
 
 CORPUS = [p for p in corpus_files() if not p.name.startswith("big_")]
-
-
-def register_source(source) -> None:
-    """Make generated source visible to `inspect` (cuTile reads a kernel's source when compiling); aot.load_source
-    execs it under the file name "<kernel ID>". Harmless once aot.py registers it itself."""
-    name = f"<kernel {source.spec_id}>"
-    linecache.cache[name] = (len(source.code), None, source.code.splitlines(True), name)
-
-
-def compile_spec(spec, arches=("sm_90", "sm_100")):
-    """Generate (no skeleton allowed), trace on meta tensors and AOT-compile every launch; returns the source."""
-    from tilestudio.core.kernels import generate_kernel
-    from tilestudio.core.kernels.aot import compile_launch, trace_launches
-
-    source = generate_kernel(spec)
-    assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
-    register_source(source)
-    records = trace_launches(source, spec)
-    assert records, f"{spec.id}: the launch wrapper launched nothing"
-    for rec in records:
-        for arch in arches:
-            size, _ = compile_launch(rec, arch)
-            assert size > 0
-    return source
 
 
 def family_specs(dec, family: str):
@@ -101,17 +76,6 @@ DT = {"float32": "", "float16": ".half()", "bfloat16": ".to(torch.bfloat16)"}
 
 def shape_str(shape) -> str:
     return ", ".join(str(s) for s in shape)
-
-
-def run_check(spec, make_input=None, check=None):
-    """Generate (no skeleton), then run `check` (default: checking.check_kernel on the GPU); returns its result."""
-    from tilestudio.core.kernels import generate_kernel
-    from tilestudio.core.kernels.checking import check_kernel
-
-    source = generate_kernel(spec)
-    assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
-    register_source(source)
-    return (check or check_kernel)(spec, source, make_input=make_input)
 
 
 def gpu_cases(shapes_by_variant: dict, core: set, dtypes=DTYPES) -> list:

@@ -7,7 +7,6 @@ takes the chunked/split path) run on the GPU in float32, the middle one also in 
 
 from __future__ import annotations
 
-import linecache
 from dataclasses import dataclass, field
 
 ROWWISE_FAMILIES = ("reduction", "softmax", "norm", "scan")
@@ -236,13 +235,6 @@ def long_cases(family: str) -> list[Case]:
     return [c for c in ALL_CASES[family] if c.name in names]
 
 
-def register_source(spec_id: str, code: str) -> None:
-    """Make generated code visible to `inspect` (cuTile re-reads kernel source when compiling; aot.load_source
-    execs it under the file name "<kernel ID>")."""
-    name = f"<kernel {spec_id}>"
-    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
-
-
 def family_specs(decomposition, families=ROWWISE_FAMILIES):
     return [k for k in decomposition.kernels if k.family in families]
 
@@ -257,16 +249,6 @@ def case_specs(case: Case, shape=None, dtype=None, families=None):
     specs = family_specs(d, families or (case.family,))
     assert specs, f"{case.name}: no {case.family} spec in {[k.family for k in d.kernels]}"
     return specs
-
-
-def compile_spec(spec, arches=("sm_90", "sm_100")):
-    """Generate, trace on meta tensors and AOT-compile every launch; returns the KernelSource."""
-    from tilestudio.core.kernels import generate_kernel
-
-    from .helpers import compile_all
-
-    register_source(spec.id, generate_kernel(spec).code)
-    return compile_all(spec, arches)
 
 
 @dataclass

@@ -6,10 +6,10 @@ import pytest
 
 from corpus import corpus_files
 from .cutile_emulator import check_emulated
-from .helpers import decompose_source
+from .helpers import compile_spec, decompose_source
 from .helpers_elementwise import (ACTIVATIONS_A, ACTIVATIONS_B, BROADCAST_NCHW, CHAIN_1D, CLAMP_TENSOR, COMPARE,
                                   HALF_MODULE, INT_MASK, MASKED_FILL, MATH, OUTER, ROW_COL, SCALARS, TRIL, WHERE,
-                                  compile_spec, elementwise_specs, multi_output_spec,
+                                  elementwise_specs, multi_output_spec,
                                   scalar_input_spec)
 
 ARCHES = ("sm_90", "sm_100")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from .cutile_emulator import check_emulated
-from .helpers_indexed import compile_spec, forward, make_inputs, snippet_spec
+from .helpers import compile_spec
+from .helpers_indexed import forward, make_inputs, snippet_spec
 
 FAMILY = "loss"
 XY = "x, y"

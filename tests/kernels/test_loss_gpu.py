@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers_indexed import DT, forward, gpu_cases, make_inputs, run_check, shape_str, snippet_spec
+from .helpers import run_check
+from .helpers_indexed import DT, forward, gpu_cases, make_inputs, shape_str, snippet_spec
 
 pytestmark = pytest.mark.gpu
 CHECK = None  # checking.check_kernel; swapped for the CPU emulator when validating this file without a GPU

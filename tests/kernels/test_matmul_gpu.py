@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers_gemm import DT, DTYPES, module_model, run_check, snippet_spec, transposed_inputs
+from .helpers import run_check
+from .helpers_gemm import DT, DTYPES, module_model, snippet_spec, transposed_inputs
 
 pytestmark = pytest.mark.gpu
 CHECK = None

@@ -12,8 +12,9 @@ import pytest
 from corpus import corpus_files
 
 from .cutile_emulator import check_emulated
-from .helpers_rowwise import (ALL_CASES, LONG_ARCHES, ROWWISE_FAMILIES, combined_specs, compile_spec,
-                              family_specs, input_maker, long_cases)
+from .helpers import compile_spec
+from .helpers_rowwise import (ALL_CASES, LONG_ARCHES, ROWWISE_FAMILIES, combined_specs, family_specs, input_maker,
+                              long_cases)
 
 ARCHES = ("sm_90", "sm_100")
 MODELS = [p for p in corpus_files() if not p.name.startswith("big_")]

@@ -9,7 +9,7 @@ import functools
 
 import pytest
 
-from .helpers_rowwise import ALL_CASES, ROWWISE_FAMILIES, combined_specs, input_maker, register_source
+from .helpers_rowwise import ALL_CASES, ROWWISE_FAMILIES, combined_specs, input_maker
 
 pytestmark = pytest.mark.gpu
 
@@ -40,6 +40,5 @@ def test_on_gpu(family, case, shape_index, dtype):
     for spec in specs:
         source = generate_kernel(spec)
         assert not source.skeleton, source.notes
-        register_source(spec.id, source.code)
         result = check_kernel(spec, source, make_input=input_maker(case))
         assert result.ok, f"{case.name} {spec.id} {spec.inputs[0].shape} {dtype}: {result.message}"
