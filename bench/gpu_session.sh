@@ -38,7 +38,7 @@ for part in "$@"; do
                ${BENCH_MODELS:-tests/models/*.py} --no-dry-run --jobs 16 --gpu-jobs ${GPU_JOBS:-10} --reps ${REPS:-20} \
                --out-dir "$out/composed" --json "$out/bench.json" --csv "$out/bench.csv" > "$out/bench.txt" 2> "$out/bench.err"
              tail -${BENCH_TAIL:-125} "$out/bench.txt" | cut -c1-150 ;;
-    kernels) timeout 240 python3 bench/kernels.py > "$out/kernels.txt" 2> "$out/kernels.err"; cat "$out/kernels.txt" ;;
+    kernels) timeout ${KERNELS_TIMEOUT:-400} python3 bench/kernels.py --warm-jobs ${WARM_JOBS:-12} ${KERNELS_ARGS:-} > "$out/kernels.txt" 2> "$out/kernels.err"; cat "$out/kernels.txt" ;;
     corpus-fused) timeout ${BENCH_TIMEOUT:-420} python3 -m tilestudio bench ${BENCH_MODELS:-tests/models/fused_*.py tests/models/arch_*.py} \
                --no-dry-run --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_fa" --json "$out/bench_fa.json" \
                > "$out/bench_fa.txt" 2> "$out/bench_fa.err"; tail -45 "$out/bench_fa.txt"; [ -s "$out/bench_fa.txt" ] || grep validated "$out/bench_fa.err" | cut -c1-160 ;;

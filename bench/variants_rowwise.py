@@ -69,6 +69,12 @@ VARIANTS = {
     # long rows: one pass from registers instead of two passes, or wider chunks
     "single32k": {"max_single": 32768},
     "chunk8k": {"chunk": 8192},
+    # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
+    # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
+    "chunk2k1r": {"chunk": 2048, "long_tile_elems": 2048},
+    "chunk1k1r": {"chunk": 1024, "long_tile_elems": 1024},
+    "chunk4k1r": {"chunk": 4096, "long_tile_elems": 4096},
+    "chunk2k2r": {"chunk": 2048, "long_tile_elems": 4096},
     # inner-dim (col layout) windows
     "col32": {"col_min_bi": 32, "col_max_single": 8192},
     "col128": {"col_min_bi": 128, "col_max_single": 32768},
@@ -96,7 +102,8 @@ def variants_for(label: str, family: str) -> list[str]:
     if family in ("softmax", "norm"):
         names += ["tile4k", "tile16k"]
     if "two-pass" in label:
-        names += ["chunk8k", "longlat"] + (["lanesum", "single32k"] if "32768" in label else [])
+        names += ["chunk8k", "longlat", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
+            ["lanesum", "single32k"] if "32768" in label else [])
     if "inner dim" in label:
         names += ["col32", "col128"]
     if family == "reduction":

@@ -53,7 +53,7 @@ def block_size(numel: int, operands: int, itemsize: int = 4) -> int:
         block = 2048
     else:
         target = int(MEMORY_TUNING["elementwise_block_bytes"]) // max(1, min(itemsize, 4))
-        block = max(1024, min(16384, _pow2_floor(target)))
+        block = max(256, min(16384, _pow2_floor(target)))
     if operands > 6:  # many live tiles per block: keep register pressure in check
         block = min(block, 2048)
     return block

@@ -85,8 +85,12 @@ class ActivationOps(MathExpansions):
         ec = self.erfc_pos(az)
         return f"0.5 * {x} * ct.where({x} < 0.0, {ec}, 2.0 - {ec})", "f"
 
-    op_silu = on_self("{x} / (1.0 + ct.exp(-{x}))")
-    op_sigmoid = on_self("1.0 / (1.0 + ct.exp(-{x}))")
+    def op_silu(self, a):
+        x = self.f(a["self"])
+        return f"{x} * {self.sigmoid(x)}", "f"
+
+    def op_sigmoid(self, a):
+        return self.sigmoid(self.f(a["self"])), "f"
     op_tanh = on_self("ct.tanh({x})")
 
     def op_softplus(self, a):

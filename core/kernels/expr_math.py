@@ -25,6 +25,15 @@ ERFINV_CENTRAL = [1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.000
                   -3.5233877e-06, 3.43273939e-07, 2.81022636e-08]
 ERFINV_TAIL = [2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773, -0.00367342844,
                0.00134934322, 0.000100950558, -0.000200214257]
+# How the transcendental building blocks are emitted (bench/variants_memory.py times the alternatives):
+#   approx_recip: 1/d as ct.truediv(..., rounding_mode=APPROX, flush_to_zero=True) (one MUFU rcp, <= 1 ulp) instead
+#                 of the IEEE division sequence, where d is known to be >= 1 or +inf (sigmoid, silu, the erfc fit);
+#   exp2:         exp(x) as ct.exp2(x * log2(e), flush_to_zero=True) (one MUFU ex2 and a multiply) in those same
+#                 activations; relative error ~|x| * 2^-24 from rounding the product, i.e. < 1e-5 wherever the result
+#                 is a normal float32.
+MATH_TUNING: dict[str, bool] = {"approx_recip": True, "exp2": True}
+LOG2E = 1.4426950408889634
+
 # expm1(x) for |x| < 0.5: Taylor series to x^9 (error < 1e-9).
 EXPM1_SMALL = [1.0 / math.factorial(n) for n in range(1, 10)]
 
@@ -51,12 +60,30 @@ def horner(coeffs: Sequence[float], var: str) -> str:
     return expr
 
 
+def fast_recip(d: str) -> str:
+    """1 / d for d >= 1 or +inf (see MATH_TUNING)."""
+    if MATH_TUNING["approx_recip"]:
+        return f"ct.truediv(1.0, {d}, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)"
+    return f"1.0 / ({d})"
+
+
+def fast_exp(x: str) -> str:
+    """exp(x) where results below the normal float32 range may flush to zero (see MATH_TUNING)."""
+    if MATH_TUNING["exp2"]:
+        return f"ct.exp2(({x}) * {LOG2E!r}, flush_to_zero=True)"
+    return f"ct.exp({x})"
+
+
 class MathExpansions(EmitterBase):
+    def sigmoid(self, x: str) -> str:
+        """1 / (1 + exp(-x)): exp overflows to +inf for x < -88 and the reciprocal gives the exact 0."""
+        return fast_recip(f"1.0 + {fast_exp(f'-{x}')}")
+
     def erfc_pos(self, az: str) -> str:
         """erfc(az) for az >= 0 (a temp)."""
-        t = self.temp(f"1.0 / (1.0 + 0.5 * {az})")
+        t = self.temp(fast_recip(f"1.0 + 0.5 * {az}"))
         q = horner(ERFC_Q, t)
-        return self.temp(f"{t} * ct.exp({q} - {az} * {az})")
+        return self.temp(f"{t} * {fast_exp(f'{q} - {az} * {az}')}")
 
     def erf_parts(self, z: str) -> tuple[str, str, str]:
         """(|z|, erfc(|z|), erf(z) by the small-|z| series) as temps: erf and erfc pick between them."""

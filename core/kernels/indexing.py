@@ -27,9 +27,15 @@ MEMORY_TUNING: dict[str, Any] = {
     # (rows * O0, K0, O1, K1, ...) on the host (rows, O0 separate when In0 > O0 * K0) and loads
     # (BM, K0, BO1, K1, ..) tiles directly (no in-kernel reshape, no partial-tile lanes along O0);
     # "reshape" loads a (BR, BO0*K0, ...) tile and reshapes it in the kernel.
-    # H200, max_pool2d(2) 64x128x112x112 bf16: reshape 0.703 ms, split 1.55-1.65 ms (variants_memory.py)
-    "pool_aligned_mode": "reshape",
-    "pool_aligned_elems": 8192,   # input elements per block
+    # H200, max_pool2d(2) 64x128x112x112 bf16 (variants_memory.py, eager 0.330 ms): with -inf padding (a non-TMA
+    # load path) reshape 8192 0.769 ms, rows 8192 0.693, split 1.6; with zero padding rows 4096 0.451 ms,
+    # rows 8192 0.345, rows 16384 0.280, rows 32768 0.251, split 8192 1.622, reshape 16384 0.319
+    "pool_aligned_mode": "rows",
+    "pool_aligned_elems": 32768,   # input elements per block
+    # the aligned "rows"/"split" views are exact (every padded lane of a tile feeds only an output lane outside the
+    # output, which is never stored), so their loads may pad with zeros ("zero", TMA's own fill) instead of the
+    # reduction identity ("identity": -inf for max, which the hardware fill cannot produce)
+    "pool_aligned_pad": "zero",
     # pool, general windows (max_pool2d(3, 2, 1), ...): gathered outputs per block and output positions per row
     "pool_window_outputs": 2048,
     # pool, overlapping windows at a power-of-two stride dividing the input (max_pool2d(3, 2, 1) on even sizes):
@@ -38,7 +44,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # the innermost dim / each outer spatial dim (the rest of the block goes to rows = channels, which have no
     # halo): a block at the start of a dim reads its shifted halo tiles with a gather, so spatial tiles stay a
     # fraction of the output size (56x56 outputs: 7 x 4 spatial blocks of 8 x 16, 8 channels each)
-    "pool_overlap_mode": "shifted",
+    # H200, max_pool2d(3, 2, 1) 64x128x112x112 fp16 (eager 0.426 ms): gather 2048 outputs 0.343 ms; shifted
+    # merged 1024 0.786 ms, 2048 0.954, split 2.97-3.2 (its -inf padded loads take the non-TMA path)
+    "pool_overlap_mode": "gather",
     "pool_overlap_outputs": 1024,
     "pool_overlap_cols": 16,
     "pool_overlap_rows": 8,
@@ -57,12 +65,14 @@ MEMORY_TUNING: dict[str, Any] = {
     "scan_min_blocks": 1024,
     "scan_max_segments": 64,
     # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile
-    "ce_cols": 1024,
+    # H200, cross_entropy 4096x65536 bf16: 1024 x 4 rows 0.231 ms, 2048 x 2 0.246, 4096 x 1 row 0.198 (eager 0.452)
+    "ce_cols": 4096,
     "ce_tile_elems": 4096,
     # pool, global (adaptive_avg_pool2d(1), ...): positions per load (a power of two, at most) and elements per tile
-    # H200, adaptive_avg_pool2d(1) 128x512x28x28 fp32: 256 cols x 4096 0.095 ms, 512 x 4096 0.148 ms
+    # H200, adaptive_avg_pool2d(1) 128x512x28x28 fp32: 256 cols x 4096 0.112 ms, 512 x 4096 0.174 ms,
+    # 256 x 8192 0.085 ms, 512 x 8192 0.118 ms (eager 0.073)
     "pool_global_cols": 256,
-    "pool_global_elems": 4096,
+    "pool_global_elems": 8192,
 }
 
 

@@ -307,6 +307,8 @@ def generate_aligned(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: li
     - "split": the wrapper views the input as (rows, O0, K0, O1, K1, ...) (a free view: each spatial dim split
       into output position x window offset) and each block loads a (BR, BO0, K0, BO1, K1, ...) tile and reduces
       the K axes — no data movement inside the kernel;
+    - "rows": as "split", but the innermost dim stays whole (.., O_last * K_last): the tile's contiguous axis is
+      wide (a plain coalesced row load) and only that axis is reshaped into (BO_last, K_last) in the kernel;
     - "reshape": each block loads a (BR, BO0*K0, ...) tile of the (rows, In...) input and reshapes it.
     A ceil_mode tail (the last window clipped by the input) cannot be viewed that way and uses "reshape"."""
     nd = pool.nd
@@ -314,16 +316,19 @@ def generate_aligned(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: li
     BR, BO = _aligned_tiles(K, O, R, int(MEMORY_TUNING["pool_aligned_elems"]))
     nb = [cdiv(o, b) for o, b in zip(O, BO)]
     is_max = pool.kind == "max"
-    split_mode = MEMORY_TUNING["pool_aligned_mode"] == "split" and all(o * k <= i for o, k, i in zip(O, K, In))
-    if split_mode and In[0] == O[0] * K[0]:
-        return _generate_aligned_merged(spec, rec, pool, epilogue)
+    mode = MEMORY_TUNING["pool_aligned_mode"]
+    split_mode = mode in ("split", "rows") and all(o * k <= i for o, k, i in zip(O, K, In))
+    if split_mode and In[0] == O[0] * K[0] and (mode == "split" or nd > 1):
+        return _generate_aligned_merged(spec, rec, pool, epilogue, inner_merged=mode == "rows")
+    split_mode = split_mode and mode == "split"
     x = array_param(pool.x)
     lines = _kernel_head(spec, ["BR"] + [f"BO{i}" for i in range(nd)])
     _block_pids(lines, nb, "pid_r", always_divide=True)
     split = tup(["BR"] + [v for i in range(nd) for v in (f"BO{i}", str(K[i]))])
     out_tile = tup(["BR"] + [f"BO{i}" for i in range(nd)])
     index = tup(["pid_r"] + [f"pid_{i}" for i in range(nd)])
-    pad = _padding_mode(is_max)
+    exact = all(o * k <= i for o, k, i in zip(O, K, In))  # no ceil_mode tail: padded lanes feed no stored output
+    pad = "ct.PaddingMode.ZERO" if exact and MEMORY_TUNING["pool_aligned_pad"] == "zero" else _padding_mode(is_max)
     if split_mode:
         split_index = tup(["pid_r"] + [v for i in range(nd) for v in (f"pid_{i}", "0")])
         lines.append(f"{I}t = ct.load({x}, index={split_index}, shape={split}, padding_mode={pad})"
@@ -362,12 +367,13 @@ def generate_aligned(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: li
                           f"{'split-view' if split_mode else 'reshaped'} tile loads")
 
 
-def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp,
-                             epilogue: list[OpRecord]) -> KernelSource:
+def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: list[OpRecord],
+                             inner_merged: bool = False) -> KernelSource:
     """The "split" layout with the rows merged into the first output dim: the input is viewed as
     (rows * O0, K0, O1, K1, ...) and the output as (rows * O0, O1, ...), so the tile's row axis runs over
     (row, output row) pairs and no lanes are lost to a partial O0 tile (56 output rows are not a power of two).
-    Needs In0 == O0 * K0 (the view then costs nothing)."""
+    Needs In0 == O0 * K0 (the view then costs nothing). `inner_merged` ("rows" mode, nd > 1) keeps the last dim
+    whole in the view, (.., O_last * K_last), and splits only that axis of the loaded tile."""
     nd = pool.nd
     R, K, O, In = pool.rows, pool.k, pool.outsp, pool.insp
     M = R * O[0]
@@ -377,15 +383,24 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp,
     x = array_param(pool.x)
     lines = _kernel_head(spec, ["BM"] + [f"BO{i + 1}" for i in range(nd - 1)])
     _block_pids(lines, nb, "pid_m", first=1)
-    tile = tup(["BM", str(K[0])] + [v for i in range(1, nd) for v in (f"BO{i}", str(K[i]))])
-    index = tup(["pid_m", "0"] + [v for i in range(1, nd) for v in (f"pid_{i}", "0")])
+    split_tile = ["BM", str(K[0])] + [v for i in range(1, nd) for v in (f"BO{i}", str(K[i]))]
+    split_index = ["pid_m", "0"] + [v for i in range(1, nd) for v in (f"pid_{i}", "0")]
+    if inner_merged:
+        tile = tup(split_tile[:-2] + [f"BO{nd - 1} * {K[-1]}"])
+        index = tup(split_index[:-2] + [f"pid_{nd - 1}"])
+    else:
+        tile, index = tup(split_tile), tup(split_index)
     out_tile = tup(["BM"] + [f"BO{i}" for i in range(1, nd)])
     out_index = tup(["pid_m"] + [f"pid_{i}" for i in range(1, nd)])
     axes = tup([1 + 2 * i for i in range(nd)])
-    lines.append(f"{I}t = ct.load({x}, index={index}, shape={tile}, padding_mode={_padding_mode(is_max)})"
-                 f".astype(ct.float32)")
+    pad = "ct.PaddingMode.ZERO" if MEMORY_TUNING["pool_aligned_pad"] == "zero" else _padding_mode(is_max)
+    lines.append(f"{I}t = ct.load({x}, index={index}, shape={tile}, padding_mode={pad}).astype(ct.float32)")
     divide = "" if is_max else f" / {float(pool.divisor or prod(K))!r}"
-    lines.append(f"{I}acc = {_reduce(is_max, 't', axes)}{divide}")
+    if inner_merged:  # reduce the outer window axes first, then split the (smaller) row tile's last axis
+        lines.append(f"{I}t = {_reduce(is_max, 't', tup([1 + 2 * i for i in range(nd - 1)]))}")
+        lines.append(f"{I}acc = {_reduce(is_max, f'ct.reshape(t, {out_tile[:-1]}, {K[-1]}))', nd)}{divide}")
+    else:
+        lines.append(f"{I}acc = {_reduce(is_max, 't', axes)}{divide}")
     env: dict[str, str] = {rec.node: "acc"}
     if epilogue:
         lines += [f"{I}mm = {_arange_along('pid_m * BM', 'BM', 0, nd)}", f"{I}rr = mm // {O[0]}",
@@ -395,11 +410,13 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp,
         env = _epilogue(spec, pool, epilogue, env, lead, osp, out_tile, lines)
     _store_lines(spec, env, out_tile, out_index, lines)
     view = [M, K[0]] + [v for o, k in zip(O[1:], K[1:]) for v in (o, k)]
+    if inner_merged:
+        view = view[:-2] + [O[-1] * K[-1]]
     views = [f".reshape({', '.join(map(str, [R] + In))})"] + _floor_crop(O, K, In)
     views.append(f".view({', '.join(map(str, view))})")
     return _launch_module(spec, pool, lines, views, [M] + O[1:], cdiv(M, BM) * prod(nb), [BM] + BO,
                           f"{rec.op}: non-overlapping {K} windows; input viewed as {view}, tile {BM} x {BO} outputs "
-                          f"from split-view tile loads")
+                          f"from {'row' if inner_merged else 'split-view'} tile loads")
 
 
 # ---- shifted path: overlapping windows from shifted tile loads -------------------------------------------------

@@ -405,7 +405,10 @@ def generate(spec: KernelSpec) -> KernelSource:
     plan = OutputPlan(parts, red, out_shape)
 
     layout = make_layout(shape, dims)
-    choose_tiles(layout, TUNING["red_tile_elems"], max_br=4096)
+    # the same bytes per tile for 2-byte inputs as for float32 (H200, mean(2,3) 128x512x28x28 fp16: 4096 elements
+    # 0.077 ms, 8192 0.065, 16384 0.061; eager 0.053)
+    wide = 2 if in_dtype in ("float16", "bfloat16") else 1
+    choose_tiles(layout, TUNING["red_tile_elems"] * wide, max_br=4096)
     if layout.kind == "row" and layout.BO == 1 and layout.blocks() < NUM_SM and layout.R > 8192:
         layout.BR = max(1024, min(layout.BR, pow2_floor(layout.R // 64)))  # enough chunks to split
     split = 1

@@ -50,6 +50,10 @@ TUNING = {
     "red_tile_elems": 4096,  # reductions: elements per tile (lane-wise accumulators double the register need)
     "max_single": 8192,  # longest row a full-row kernel keeps in registers; longer rows take two passes
     "chunk": 4096,  # chunk width of the two-pass path
+    # two-pass path: rows x chunk elements per tile. H200 (variants_rowwise.py): scale+softmax 4096x32768 fp32
+    # (2, 4096) 1.203 ms, (1, 4096) 0.942, (1, 2048) 1.187; layer_norm 2048x65536 fp32 (2, 4096) 0.798 ms,
+    # (1, 4096) 0.488, (1, 2048) 0.469 (eager 0.669 / 0.563)
+    "long_tile_elems": 4096,
     "col_min_bi": 64,  # inner-dim (col layout) kernels: window at least this many contiguous elements
     "col_max_single": 16384,  # col layout: reduced extent x window kept whole up to this many elements
     # kernels whose tile loop runs more chunk iterations per row tile than this (two-pass softmax/norms over
@@ -315,7 +319,9 @@ def choose_tiles_full_row(layout: Layout, max_single: int | None = None, chunk: 
     tile_elems = TUNING["row_tile_elems"] if tile_elems is None else tile_elems
     full = pow2_at_least(L.R)
     if L.kind == "row":
-        return choose_tiles(L, max(tile_elems, min(full, max_single)), max_br=full if full <= max_single else chunk)
+        if full > max_single:  # two passes over chunks: rows stacked up to long_tile_elems
+            return choose_tiles(L, max(chunk, TUNING["long_tile_elems"]), max_br=chunk)
+        return choose_tiles(L, max(tile_elems, full), max_br=full)
     col_single = max_single if explicit else max(max_single, TUNING["col_max_single"])
     bi_min = min(pow2_at_least(L.I), 32 if explicit else max(32, TUNING["col_min_bi"]))
     if full * bi_min <= col_single:

@@ -63,7 +63,11 @@ BOTH_ARCHES = {"aligned_max2d_ceil_odd", "shifted_max2d_k3s2p1_even", "max2d_k3s
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_pool_variant_compiles_and_emulates(name):
+def test_pool_variant_compiles_and_emulates(name, monkeypatch):
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    if name.startswith("shifted_"):  # the shifted-load path is not the default: keep it covered
+        monkeypatch.setitem(MEMORY_TUNING, "pool_overlap_mode", "shifted")
     body, inputs = CASES[name]
     spec = snippet_spec(body, inputs, FAMILY)
     source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
@@ -79,9 +83,11 @@ def test_aligned_pooling_uses_tile_loads():
     assert "ct.load(" in code and "ct.gather(" not in code
 
 
-def test_overlapping_pooling_uses_shifted_tile_loads():
+def test_overlapping_pooling_uses_shifted_tile_loads(monkeypatch):
     from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
+    monkeypatch.setitem(MEMORY_TUNING, "pool_overlap_mode", "shifted")
     spec = snippet_spec(*CASES["shifted_max2d_k3s2p1_multiblock"], FAMILY)
     code = generate_kernel(spec).code
     assert ".slice(" in code and code.count("ct.load(") == 4
@@ -117,7 +123,18 @@ def test_pool_strided_inputs(name):
     assert result.ok, result.message
 
 
-@pytest.mark.parametrize("mode", ["split", "reshape"])
+def test_aligned_pooling_pads_with_zeros_only_when_exact():
+    """Exact aligned views pad with TMA's zero fill (every padded lane feeds an output that is never stored); a
+    ceil_mode tail needs the reduction identity (-inf) for its clipped window."""
+    from tilestudio.core.kernels import generate_kernel
+
+    exact = generate_kernel(snippet_spec(*CASES["aligned_max2d_large"], FAMILY)).code
+    ceil = generate_kernel(snippet_spec(*CASES["aligned_max2d_ceil_odd"], FAMILY)).code
+    assert "PaddingMode.ZERO" in exact and "NEG_INF" not in exact
+    assert "NEG_INF" in ceil
+
+
+@pytest.mark.parametrize("mode", ["split", "reshape", "rows"])
 @pytest.mark.parametrize("name", ["aligned_max2d_large", "aligned_avg1d_k4", "aligned_max3d_gelu",
                                   "max2d_relu_scale_bias", "max2d_unbatched", "aligned_avg2d_ceil_odd_fp16"])
 def test_aligned_pool_layouts(name, mode, monkeypatch):
@@ -129,7 +146,12 @@ def test_aligned_pool_layouts(name, mode, monkeypatch):
     spec = snippet_spec(*CASES[name], FAMILY)
     source = compile_spec(spec, ("sm_90",))
     kernel = source.code.split("def launch_")[0]
-    assert ("ct.reshape(ct.load(" in kernel) == (mode == "reshape" or "ceil" in name)
+    # "rows" takes the reshape layout for a 1-d pool and when the first spatial dim has a floor remainder (15 rows
+    # of 2-row windows cannot merge into the channel rows)
+    rows_reshapes = name in ("aligned_avg1d_k4", "max2d_unbatched")
+    assert ("ct.reshape(ct.load(" in kernel) == (mode == "reshape" or "ceil" in name or
+                                                 (mode == "rows" and rows_reshapes))
+    assert ("ct.reshape(t, " in kernel) == (mode == "rows" and not rows_reshapes and "ceil" not in name)
     result = check_emulated(spec, source, make_input=make_inputs())
     assert result.ok, result.message
     strided = check_emulated(spec, source, make_input=make_inputs(strided=True))
