@@ -87,6 +87,8 @@ VARIANTS = {
     # long rows: per-chunk tile sums of exp (the previous online softmax) instead of lane-wise sums; a load
     # latency hint on the chunk loops (AOT: layer_norm 1.1 s, softmax 12.8 s)
     "lanesum": {"lane_softmax": False},
+    "expfull": {"softmax_exp2": False},  # ct.exp (the previous default) instead of exp2
+    "exp2long": {"softmax_exp2": True, "long_latency": 10},
     "longlat": {"long_latency": 10},
     # reductions: elements per tile
     "red8k": {"red_tile_elems": 8192},
@@ -100,9 +102,9 @@ def variants_for(label: str, family: str) -> list[str]:
         return ["default", "old", "gnflat", "gn8k", "gnchunk8k", "occ1", "nopersist"]
     names = list(COMMON)
     if family in ("softmax", "norm"):
-        names += ["tile4k", "tile16k"]
+        names += ["tile4k", "tile16k", "expfull"]
     if "two-pass" in label:
-        names += ["chunk8k", "longlat", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
+        names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
             ["lanesum", "single32k"] if "32768" in label else [])
     if "inner dim" in label:
         names += ["col32", "col128"]

@@ -33,6 +33,16 @@ def test_batch_survives_a_bad_model_and_prints_the_summary(tmp_path, capsys):
         assert [r["model"] for r in csv.DictReader(f)] == [good.name, "syntax_error.py"]
 
 
+def test_no_validate_summary_says_validation_was_skipped(tmp_path, capsys):
+    """--no-validate composes only: the summary must not claim a 0% PASS rate for models never validated."""
+    good = corpus_files("op_relu")[0] if corpus_files("op_relu") else corpus_files("op_")[0]
+    rc = main(["bench", str(good), "--no-dry-run", "--no-validate", "--jobs", "1", "--out-dir", str(tmp_path)])
+    out, _ = capsys.readouterr()
+    assert rc == 0
+    assert "validation skipped (--no-validate)" in out
+    assert "PASS: 0/1" not in out and "geomean speedup" not in out
+
+
 WORKER = textwrap.dedent("""
     import json, os, sys, time
     from tilestudio.core.validate_child import gpu_turn

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported
+from .expr_math import LOG2E
 from .rowwise import (TUNING, SameShapeGen, choose_tiles_full_row, decode, emit_ops, make_layout, norm_dims, split_spec)
 
 _OPS = {"softmax": (False, False), "_softmax": (False, False), "_safe_softmax": (False, True),
@@ -38,6 +39,15 @@ def generate(spec: KernelSpec) -> KernelSource:
     return gen.finish(doc)
 
 
+def _exp(arg: str) -> str:
+    """exp of a softmax argument (x - row max <= 0): ct.exp, or with TUNING["softmax_exp2"] one MUFU ex2 of the
+    argument scaled by log2(e), flushing results below the normal range to zero (they add nothing to a sum that
+    holds exp(0) = 1)."""
+    if TUNING["softmax_exp2"]:
+        return f"ct.exp2(({arg}) * {LOG2E!r}, flush_to_zero=True)"
+    return f"ct.exp({arg})"
+
+
 class _Softmax:
     def __init__(self, gen: SameShapeGen, log: bool, safe: bool):
         self.gen, self.log, self.safe = gen, log, safe
@@ -58,7 +68,7 @@ class _Softmax:
         if self.log:
             k(f"y = {xs} - {row_max} - ct.log({row_sum})")
         else:
-            k(f"y = {exps or f'ct.exp({xs} - {row_max})'} * (1.0 / {row_sum})")
+            k(f"y = {exps or _exp(f'{xs} - {row_max}')} * (1.0 / {row_sum})")
             if self.safe:
                 k(f"y = ct.where({row_sum} == 0.0, 0.0, y)")
         env = dict(env)
@@ -82,7 +92,7 @@ class _Softmax:
             xs, env, ctx = self.masked_input("0")
             k(f"m = ct.max({xs}, axis={ax}, keepdims=True)")
             m = self.row_max("m")
-            k(f"e = ct.exp({xs} - {m})")
+            k(f"e = {_exp(f'{xs} - {m}')}")
             k(f"s = ct.sum(e, axis={ax}, keepdims=True)")
             self.finish_tile(env, ctx, "0", xs, m, "s", exps="e")
             return
@@ -98,9 +108,9 @@ class _Softmax:
             k(f"m_new = ct.maximum(m, ct.max({xs}, axis={ax}, keepdims=True))")
             k("m_ref = ct.where(m_new == -math.inf, 0.0, m_new)")
             if lanes:
-                k(f"sl = sl * ct.exp(m - m_ref) + ct.exp({xs} - m_ref)")
+                k(f"sl = sl * {_exp('m - m_ref')} + {_exp(f'{xs} - m_ref')}")
             else:
-                k(f"s = s * ct.exp(m - m_ref) + ct.sum(ct.exp({xs} - m_ref), axis={ax}, keepdims=True)")
+                k(f"s = s * {_exp('m - m_ref')} + ct.sum({_exp(f'{xs} - m_ref')}, axis={ax}, keepdims=True)")
             k("m = m_new")
         if lanes:
             k(f"s = ct.sum(sl, axis={ax}, keepdims=True)")
