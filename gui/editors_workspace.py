@@ -143,6 +143,7 @@ class KernelWorkspace(QObject):
         self.pool.setMaxThreadCount(2)
         self._closed = False  # after shutdown nothing starts again (late results are dropped)
         self._generating: tuple[int, Decomposition] | None = None  # the generation the helper is running
+        self.generating = False  # kernels of the latest decomposition are being generated (helper or thread)
         self.helper_error = ""
         self._use_process = use_process
         self.helper = ComposeHelper(self)
@@ -161,6 +162,7 @@ class KernelWorkspace(QObject):
             self.model_path = path
             self.decomposition, self.generated, self.edits, self.result = None, {}, {}, None
             self._generation += 1
+            self.generating = False
             self._compose_request += 1
             self.cleared.emit()
         if self._use_process and not self._closed and not self.helper.running:
@@ -170,6 +172,7 @@ class KernelWorkspace(QObject):
         if self._closed:
             return
         self._generation += 1
+        self.generating = True
         self.generationStarted.emit()
         if self._use_process and self.helper.submit(("generate", self._generation, dec)):
             self._generating = (self._generation, dec)
@@ -192,6 +195,7 @@ class KernelWorkspace(QObject):
     def analysis_failed(self) -> None:
         self._generation += 1
         self._generating = None
+        self.generating = False
         self._compose_request += 1
         self.decomposition, self.generated, self.result = None, {}, None
         self.sourcesLost.emit()
@@ -206,6 +210,7 @@ class KernelWorkspace(QObject):
     def _on_generated(self, request: int, dec: Decomposition, sources: dict[str, KernelSource]) -> None:
         if request != self._generation:
             return
+        self.generating = False
         self.decomposition, self.generated = dec, sources
         for kid in [k for k, code in self.edits.items() if k in sources and sources[k].code == code]:
             del self.edits[kid]  # an "edit" equal to the generated code is none

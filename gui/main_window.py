@@ -691,6 +691,12 @@ class MainWindow(QMainWindow):
 
         self.editing = EditingFeature(self)
         self.workspace = self.editing.workspace  # the latest composition: self.workspace.result.text
+        # a validation started before the helper process has generated the kernels waits for them
+        self.validation.compose_waiter = lambda: self.workspace.generating
+        self.workspace.sourcesReady.connect(lambda: self.validation.composed_ready(self._current_composed_text()))
+        self.workspace.sourcesLost.connect(
+            lambda: self.validation.composed_ready(None, "the analysis failed: no kernels to validate"))
+        self.workspace.cleared.connect(lambda: self.validation.composed_ready(None, "another model was opened"))
         self.composed = self.editing.composed
         self.editors = self.editing.panel
         self.open_editor = self.editing.open_editor

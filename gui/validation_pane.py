@@ -70,6 +70,10 @@ class ValidationPane(QWidget):
         self.command_factory: Callable[[str], list[str]] | None = None
         # returns the current composed text, or None to compose the model's generated kernels here
         self.composed_provider: Callable[[], str | None] | None = None
+        # True while the window's helper process is still generating the kernels: the run then waits for
+        # composed_ready() instead of generating them on a thread of this (GUI) process
+        self.compose_waiter: Callable[[], bool] | None = None
+        self._waiting_for_sources = False
         self.model_path: str | None = None
         self.decomposition: Decomposition | None = None
         self.report: ValidationReport | None = None
@@ -242,6 +246,10 @@ class ValidationPane(QWidget):
         if text:
             self._set_state("composing")
             self._start_process(text)
+        elif self.compose_waiter is not None and self.compose_waiter():
+            self._set_state("composing")
+            self._waiting_for_sources = True
+            self._log("waiting for the kernels the helper process is generating…", "dim")
         else:
             self._set_state("composing")
             self._log("composing the model's generated kernels…", "dim")
@@ -263,6 +271,14 @@ class ValidationPane(QWidget):
             self._compose_signal.done.emit(request, text, error)
         except RuntimeError:
             pass
+
+    def composed_ready(self, text: str | None, error: str | None = None) -> None:
+        """The window's kernels are generated (text: the composed file) or could not be (error): a run waiting
+        for them goes on."""
+        if not self._waiting_for_sources:
+            return
+        self._waiting_for_sources = False
+        self._on_composed(self._request, text or None, None if text else (error or "no composed file"))
 
     def _on_composed(self, request: int, text: str | None, error: str | None) -> None:
         if request != self._request or self.state != "composing":
@@ -308,6 +324,7 @@ class ValidationPane(QWidget):
     def cancel(self) -> None:
         if self.state == "composing" and self.process is None:
             self._request += 1  # the composed text, when it comes, is dropped
+            self._waiting_for_sources = False
             self._cancelled = True
             self._finish("cancelled", "validation cancelled")
             return

@@ -241,6 +241,32 @@ def test_validation_in_the_window_colours_the_graph(qtbot, window, cached_analys
     assert window.selected_kernel() == second
 
 
+def test_validation_started_while_kernels_generate_waits_for_the_helper(qtbot, window, cached_analysis, tmp_path,
+                                                                         monkeypatch):
+    """Validate before the helper process has generated the kernels: the window's run waits for the workspace's
+    sources instead of generating them on a thread of the GUI process, then validates the composed text."""
+    import sys
+
+    from tilestudio.core import composer
+
+    window.open_model(str(TRANSFORMER))
+    qtbot.waitUntil(lambda: bool(window.graph_view.nodes), timeout=ANALYSIS_TIMEOUT_MS)
+    monkeypatch.setattr(composer, "compose_model", lambda *a, **k: pytest.fail("composed in the GUI process"))
+    composed = {"text": None}
+    monkeypatch.setattr(window, "_current_composed_text", lambda: composed["text"])
+    monkeypatch.setattr(window.workspace, "generating", True)
+    seen = []
+    script = tmp_path / "fake.py"
+    script.write_text("import json, sys\nprint(json.dumps({'event': 'finished', 'passed': True}), flush=True)\n")
+    window.validation.command_factory = lambda path: (seen.append(open(path).read()), [sys.executable, str(script)])[1]
+    window.validate_action.trigger()
+    assert window.validation.state == "composing" and window.validation.process is None
+    composed["text"] = "# composed after generation\n"
+    with qtbot.waitSignal(window.validation.runFinished, timeout=20_000):
+        window.workspace.sourcesReady.emit()
+    assert seen == ["# composed after generation\n"]
+
+
 def test_the_fake_runner_helper_is_importable(tmp_path):
     assert callable(fake_runner(tmp_path, "pass"))
 

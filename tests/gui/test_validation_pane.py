@@ -132,6 +132,56 @@ def test_composes_on_a_worker_when_no_composed_text_is_at_hand(qtbot, pane, tmp_
     assert pane.state == "pass"
 
 
+def _no_compose_here(monkeypatch):
+    from tilestudio.core import composer
+
+    def fail(*_a, **_k):
+        raise AssertionError("kernels were generated in the GUI process")
+
+    monkeypatch.setattr(composer, "compose_model", fail)
+
+
+def test_waits_for_the_helpers_kernels_instead_of_generating_them_here(qtbot, pane, tmp_path, monkeypatch):
+    _no_compose_here(monkeypatch)
+    pane.composed_provider = lambda: None
+    pane.compose_waiter = lambda: True
+    seen = []
+    pane.command_factory = lambda path: (seen.append(open(path).read()), fake_runner(tmp_path, "pass")(path))[1]
+    assert pane.run()
+    qtbot.wait(200)
+    assert pane.state == "composing" and pane.process is None and "waiting for the kernels" in pane.log_text()
+    with qtbot.waitSignal(pane.runFinished, timeout=RUN_TIMEOUT_MS):
+        pane.composed_ready("# composed once the helper was done\n")
+    assert seen == ["# composed once the helper was done\n"] and pane.state == "pass"
+    pane.composed_ready("# a later composition\n")  # no run waits: ignored
+    assert seen == ["# composed once the helper was done\n"]
+
+
+def test_a_waiting_run_reports_kernels_that_never_come(qtbot, pane, monkeypatch):
+    _no_compose_here(monkeypatch)
+    pane.composed_provider = lambda: None
+    pane.compose_waiter = lambda: True
+    with qtbot.waitSignal(pane.runFinished, timeout=RUN_TIMEOUT_MS) as finished:
+        assert pane.run()
+        pane.composed_ready(None, "the analysis failed: no kernels to validate")
+    assert finished.args[0].status == "error" and "the analysis failed" in pane.log_text()
+
+
+def test_cancelling_a_waiting_run_drops_the_late_kernels(qtbot, pane, tmp_path, monkeypatch):
+    _no_compose_here(monkeypatch)
+    pane.composed_provider = lambda: None
+    pane.compose_waiter = lambda: True
+    started = []
+    pane.command_factory = lambda path: (started.append(path), fake_runner(tmp_path, "pass")(path))[1]
+    assert pane.run()
+    with qtbot.waitSignal(pane.runFinished, timeout=RUN_TIMEOUT_MS) as finished:
+        pane.cancel()
+    assert finished.args[0].status == "cancelled"
+    pane.composed_ready("# too late\n")
+    qtbot.wait(100)
+    assert started == [] and pane.state == "cancelled"
+
+
 def test_a_runner_that_cannot_start_is_reported(qtbot, pane, tmp_path):
     pane.command_factory = lambda path: [str(tmp_path / "no-such-python"), "-m", "tilestudio"]
     with qtbot.waitSignal(pane.runFinished, timeout=RUN_TIMEOUT_MS) as finished:
