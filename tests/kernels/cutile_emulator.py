@@ -5,8 +5,9 @@ kernel body once per block of the grid in Python. It follows the documented sema
 is, so that a kernel that only works by accident fails here:
 - tile shapes (loads, stores, `full`, `arange`, `reshape`, `broadcast_to`, `extract`, tiled views) must be powers
   of two; stores need the array's dtype (so a bfloat16 output is rounded by the kernel's own cast);
-- partial tiles are padded per `padding_mode`, UNDETERMINED with NaN (integers with a sentinel) so that relying on
-  unspecified padding shows up; a tile lying entirely outside its array raises;
+- partial tiles are padded per `padding_mode`, UNDETERMINED with NaN, +big and -big in turn (integers with a
+  sentinel) so that relying on unspecified padding shows up, through sums, maxima and minima alike; a tile
+  lying entirely outside its array raises;
 - `gather` / `scatter` take integer indices and are bounds-checked (out-of-range lanes give the padding value /
   are dropped); `Array.slice` checks its range; `extract` needs a shape that divides the tile;
 - min/max ignore NaN unless `propagate_nan=True`, as documented; `astype(ct.tfloat32)` rounds to a 10-bit
@@ -211,9 +212,20 @@ def load(array, index, shape, order="C", padding_mode=PaddingMode.UNDETERMINED, 
     if len(shape) != arr.dim() or len(index) != arr.dim():
         raise ValueError(f"load: tile rank {len(shape)} / index {index} vs array rank {arr.dim()}")
     src, dst = _tile_window("load", index, shape, arr.shape)
-    out = torch.full(shape, pad_value(padding_mode, arr.dtype), dtype=arr.dtype)
+    if arr.dtype.is_floating_point and padding_mode in (None, PaddingMode.UNDETERMINED):
+        out = undetermined_fill(shape, arr.dtype)
+    else:
+        out = torch.full(shape, pad_value(padding_mode, arr.dtype), dtype=arr.dtype)
     out[dst] = arr[src]
     return out
+
+
+def undetermined_fill(shape, dtype: torch.dtype) -> torch.Tensor:
+    """Padding of an UNDETERMINED float load: NaN, +big, -big in turn, so that a kernel relying on the padding
+    fails whether it sums (NaN), takes a max (+big, which a NaN-ignoring max would not expose) or a min (-big)."""
+    big = torch.finfo(dtype).max / 4
+    k = torch.arange(math.prod(shape)).reshape(shape) % 3
+    return torch.where(k == 0, math.nan, torch.where(k == 1, big, -big)).to(dtype)
 
 
 def store(array, index, tile, order="C", **_):
