@@ -159,18 +159,28 @@ def spec_for(body: str, inputs: str):
     return dec.kernels[0]
 
 
-def run_case(case, copy_gbs, mm_tflops):
+def prepare_case(case):
+    """(spec, source, namespace, check) of one case: generated, loaded, JIT-compiled and checked once against the
+    float64 reference (namespace and check are None for a skeleton)."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import load_source
-    from tilestudio.core.kernels.checking import check_launch, launch_args, make_inputs
+    from tilestudio.core.kernels.checking import check_launch
 
-    family, label, body, inputs, kind, flops = case
-    spec = spec_for(body, inputs)
+    spec = spec_for(case[2], case[3])
     src = generate_kernel(spec)
     if src.skeleton:
-        return [family, label, "skeleton", "", "", "", ""]
+        return spec, src, None, None
     ns = load_source(src)
-    check = check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=3)
+    return spec, src, ns, check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=3)
+
+
+def run_case(case, copy_gbs, mm_tflops):
+    from tilestudio.core.kernels.checking import launch_args, make_inputs
+
+    family, label, body, inputs, kind, flops = case
+    spec, src, ns, check = prepare_case(case)
+    if src.skeleton:
+        return [family, label, "skeleton", "", "", "", ""]
     sets = []
     for seed in range(3):
         ins = make_inputs(spec, "cuda", seed, _index_inputs(spec))
@@ -208,16 +218,9 @@ def _index_inputs(spec):
 def _warm(index: int) -> str:
     """Generate, JIT-compile and check one case in a worker process: the kernels land in cuTile's on-disk cache,
     so the timing pass (one process, one case at a time) finds them compiled. Nothing is timed here."""
-    from tilestudio.core.kernels import generate_kernel
-    from tilestudio.core.kernels.aot import load_source
-    from tilestudio.core.kernels.checking import check_launch
-
     case = CASES[index]
     try:
-        spec = spec_for(case[2], case[3])
-        src = generate_kernel(spec)
-        if not src.skeleton:
-            check_launch(spec, load_source(src), src.launch_name, src.prepare_name, "cuda", seed=3)
+        prepare_case(case)
         return ""
     except Exception as exc:  # noqa: BLE001 - the timing pass reports it
         return f"{case[1]}: {type(exc).__name__}"

@@ -605,6 +605,11 @@ class MainWindow(QMainWindow):
         self.validation_dock.raise_()
         self.validation.run()
 
+    def _sources_ready_for_validation(self) -> None:
+        """New kernels: a validation run waiting for them gets the composed text (composed only then)."""
+        if self.validation.waiting_for_sources:
+            self.validation.composed_ready(self._current_composed_text())
+
     def _current_composed_text(self) -> str | None:
         """The composed file with the user's edits when the editors have one; None: compose the generated kernels."""
         provider = getattr(self, "composed_text", None)
@@ -693,7 +698,7 @@ class MainWindow(QMainWindow):
         self.workspace = self.editing.workspace  # the latest composition: self.workspace.result.text
         # a validation started before the helper process has generated the kernels waits for them
         self.validation.compose_waiter = lambda: self.workspace.generating
-        self.workspace.sourcesReady.connect(lambda: self.validation.composed_ready(self._current_composed_text()))
+        self.workspace.sourcesReady.connect(self._sources_ready_for_validation)
         self.workspace.sourcesLost.connect(
             lambda: self.validation.composed_ready(None, "the analysis failed: no kernels to validate"))
         self.workspace.cleared.connect(lambda: self.validation.composed_ready(None, "another model was opened"))

@@ -272,6 +272,11 @@ class ValidationPane(QWidget):
         except RuntimeError:
             pass
 
+    @property
+    def waiting_for_sources(self) -> bool:
+        """A run is waiting for the window's kernels (composed_ready goes on with it)."""
+        return self._waiting_for_sources
+
     def composed_ready(self, text: str | None, error: str | None = None) -> None:
         """The window's kernels are generated (text: the composed file) or could not be (error): a run waiting
         for them goes on."""

@@ -67,9 +67,10 @@ def fast_recip(d: str) -> str:
     return f"1.0 / ({d})"
 
 
-def fast_exp(x: str) -> str:
-    """exp(x) where results below the normal float32 range may flush to zero (see MATH_TUNING)."""
-    if MATH_TUNING["exp2"]:
+def fast_exp(x: str, exp2: bool | None = None) -> str:
+    """exp(x) where results below the normal float32 range may flush to zero: ct.exp2 of x * log2(e) when `exp2`
+    (default: MATH_TUNING["exp2"]), else ct.exp."""
+    if MATH_TUNING["exp2"] if exp2 is None else exp2:
         return f"ct.exp2(({x}) * {LOG2E!r}, flush_to_zero=True)"
     return f"ct.exp({x})"
 

@@ -31,6 +31,14 @@ def _padding_mode(is_max: bool) -> str:
     return "ct.PaddingMode.NEG_INF" if is_max else "ct.PaddingMode.ZERO"
 
 
+def _aligned_padding(is_max: bool, exact: bool) -> str:
+    """Padding of an aligned pool's loads: an exact view (no ceil_mode tail) has its padded lanes feed only outputs
+    that are never stored, so it may take TMA's zero fill (MEMORY_TUNING["pool_aligned_pad"]); else the identity."""
+    if exact and MEMORY_TUNING["pool_aligned_pad"] == "zero":
+        return "ct.PaddingMode.ZERO"
+    return _padding_mode(is_max)
+
+
 def _identity(is_max: bool) -> str:
     return "-math.inf" if is_max else "0.0"
 
@@ -327,8 +335,7 @@ def generate_aligned(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: li
     split = tup(["BR"] + [v for i in range(nd) for v in (f"BO{i}", str(K[i]))])
     out_tile = tup(["BR"] + [f"BO{i}" for i in range(nd)])
     index = tup(["pid_r"] + [f"pid_{i}" for i in range(nd)])
-    exact = all(o * k <= i for o, k, i in zip(O, K, In))  # no ceil_mode tail: padded lanes feed no stored output
-    pad = "ct.PaddingMode.ZERO" if exact and MEMORY_TUNING["pool_aligned_pad"] == "zero" else _padding_mode(is_max)
+    pad = _aligned_padding(is_max, exact=all(o * k <= i for o, k, i in zip(O, K, In)))
     if split_mode:
         split_index = tup(["pid_r"] + [v for i in range(nd) for v in (f"pid_{i}", "0")])
         lines.append(f"{I}t = ct.load({x}, index={split_index}, shape={split}, padding_mode={pad})"
@@ -393,7 +400,7 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
     out_tile = tup(["BM"] + [f"BO{i}" for i in range(1, nd)])
     out_index = tup(["pid_m"] + [f"pid_{i}" for i in range(1, nd)])
     axes = tup([1 + 2 * i for i in range(nd)])
-    pad = "ct.PaddingMode.ZERO" if MEMORY_TUNING["pool_aligned_pad"] == "zero" else _padding_mode(is_max)
+    pad = _aligned_padding(is_max, exact=True)
     lines.append(f"{I}t = ct.load({x}, index={index}, shape={tile}, padding_mode={pad}).astype(ct.float32)")
     divide = "" if is_max else f" / {float(pool.divisor or prod(K))!r}"
     if inner_merged:  # reduce the outer window axes first, then split the (smaller) row tile's last axis

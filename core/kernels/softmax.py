@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported
-from .expr_math import LOG2E
+from .expr_math import fast_exp
 from .rowwise import (TUNING, SameShapeGen, choose_tiles_full_row, decode, emit_ops, make_layout, norm_dims, split_spec)
 
 _OPS = {"softmax": (False, False), "_softmax": (False, False), "_safe_softmax": (False, True),
@@ -40,12 +40,9 @@ def generate(spec: KernelSpec) -> KernelSource:
 
 
 def _exp(arg: str) -> str:
-    """exp of a softmax argument (x - row max <= 0): ct.exp, or with TUNING["softmax_exp2"] one MUFU ex2 of the
-    argument scaled by log2(e), flushing results below the normal range to zero (they add nothing to a sum that
-    holds exp(0) = 1)."""
-    if TUNING["softmax_exp2"]:
-        return f"ct.exp2(({arg}) * {LOG2E!r}, flush_to_zero=True)"
-    return f"ct.exp({arg})"
+    """exp of a softmax argument (x - row max <= 0), as exp2 per TUNING["softmax_exp2"]: results flushed below the
+    normal range add nothing to a sum that holds exp(0) = 1."""
+    return fast_exp(arg, exp2=bool(TUNING["softmax_exp2"]))
 
 
 class _Softmax:
