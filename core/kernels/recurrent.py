@@ -6,15 +6,21 @@ hidden-state GEMM `h @ W_hh_g^T` runs as `ct.mma` with float32 accumulation, the
 in registers and h is stored as y[t]. Batch rows and the hidden size are padded to powers of two with zeros, which
 keep padded lanes out of every real result (a padded h column only ever meets zero weight rows; padded batch rows
 are independent rows of the GEMM and are masked out of every store). The hidden size is limited by what fits on
-chip (HP ≤ 256); larger layers raise Unsupported with that reason.
+chip (HP <= 256); larger layers raise Unsupported with that reason.
 
-Float32 layers: an f32 x f32 `ct.mma` is not a tensor-core op on sm_90 (it lowers to scalar FFMA) and holding
-G f32 HPxHP weight tiles across the loop spills heavily (GRU hidden 128: ~5 minutes of tileiras, 4 MB cubin). So
-float32 layers load each gate's weight tile inside the step loop (it stays in L1/L2) and multiply with split
-TF32 ("3xTF32"): a = a_hi + a_lo with a_hi = tf32(a), a_lo = tf32(a - a_hi), and h @ W ≈ h_hi@W_lo + h_lo@W_hi +
-h_hi@W_hi on tensor cores. The dropped h_lo@W_lo term is below 2^-22 relative, i.e. float32-level accuracy — plain
-TF32 (2^-11 per operand) would not be, since the error compounds over the steps. float16/bfloat16 layers keep
-their weight tiles on chip (half the bytes) and use float32 mma.
+Chunks: the hidden dimension is cut into NK = HP / 64 column chunks. The state is NK (BB, 64) tiles; per output
+chunk j, the gates' pre-activations sum (BB, 64) x (64, 64) mmas over a loop of input chunks (ct.extract from the
+joined state), so one weight chunk per gate is live at a time. Whole (HP, HP) gate tiles made tileiras spill for
+minutes (float32 LSTM hidden 256: 236 s AOT, ~7 min JIT; chunked: ~25 s). BB shrinks with HP (BB * HP <= 2048,
+BB >= 16) for the same reason, which also spreads a batch over more blocks.
+
+Float32 layers: an f32 x f32 `ct.mma` is not a tensor-core op on sm_90 (it lowers to scalar FFMA). Float32 layers
+multiply with split TF32 ("3xTF32"): a = a_hi + a_lo with a_hi = tf32(a), a_lo = tf32(a - a_hi), and
+h @ W ~ h_hi@W_lo + h_lo@W_hi + h_hi@W_hi on tensor cores, loading each weight chunk inside the step loop (it stays
+in L1/L2). The dropped h_lo@W_lo term is below 2^-22 relative, i.e. float32-level accuracy; plain TF32 (2^-11 per
+operand) would not be, since the error compounds over the steps. float16/bfloat16 layers round h to the layer's
+dtype for the mma (as PyTorch's own half-precision recurrences carry h), keep c and the gate math in float32, and
+hold the weight tiles in registers across the steps when the layer is a single chunk (HP <= 64).
 
 Numerical conditioning: a recurrence with W_hh ~ N(0, 1) (spectral radius ~ sqrt(H)) is chaotic — a 1e-7 relative
 perturbation of the input grows to O(1) differences within ~20 steps at H = 128 even in float64 — so no float32
@@ -29,6 +35,11 @@ from .base import KernelSource, Unsupported, pow2_at_least
 
 GATES = {"lstm_recurrence": 4, "gru_recurrence": 3, "rnn_recurrence": 1}
 CT = {"float32": "ct.float32", "float16": "ct.float16", "bfloat16": "ct.bfloat16"}
+# columns per hidden-dimension chunk (see the module text); 32-column chunks compiled 4x slower at hidden 128
+CHUNK = 64
+# Batch rows per block x padded hidden size: the state (h, c, float32's hi/lo split of h, the gate accumulators)
+# lives in registers. Wider layers take fewer batch rows per block (at least 16, the mma's M), more blocks.
+STATE_ELEMS = 2048
 
 
 def generate(spec: KernelSpec) -> KernelSource:
@@ -56,77 +67,19 @@ def generate(spec: KernelSpec) -> KernelSource:
     if hp > 256:
         raise Unsupported(f"{kind} with hidden size {hidden}: the per-gate weight tile ({hp}x{hp}) does not fit "
                           "on chip; split the hidden dimension across blocks")
-    bb = pow2_at_least(min(batch, 64), 16)
+    # the state (h, c and float32's split h) lives in registers: BB * HP is capped, wider layers take fewer rows
+    bb = min(pow2_at_least(min(batch, 64), 16), max(16, STATE_ELEMS // hp))
     kid = spec.id
-    dt = CT[t_gx.dtype]
     gx_n, w_n, b_n, h0_n, c0_n = name(gx), name(w), name(b), name(h0), name(c0) if c0 else None
     params = [t.name for t in spec.inputs]
     has_bias = b_n is not None
     lstm = kind == "lstm_recurrence"
 
-    k = []
-    L = k.append
-    sig = ["gx", "w", "b", "h0"] + (["c0"] if lstm else []) + ["y", "hn"] + (["cn"] if lstm else [])
-    L("@ct.kernel")
-    L(f"def {kid}_kernel({', '.join(sig)}, T: ct.Constant[int], HP: ct.Constant[int], BB: ct.Constant[int],")
-    L("        REVERSE: ct.Constant[int], HAS_BIAS: ct.Constant[int], RELU: ct.Constant[int]):")
-    L("    pid = ct.bid(0)")
-    L("    zero = ct.PaddingMode.ZERO")
-    L("    h = ct.load(h0, index=(pid, 0), shape=(BB, HP), padding_mode=zero).astype(ct.float32)")
-    if lstm:
-        L("    c = ct.load(c0, index=(pid, 0), shape=(BB, HP), padding_mode=zero).astype(ct.float32)")
     split_tf32 = t_gx.dtype == "float32"
-
-    def load_w(g: int, indent: str) -> None:
-        # w viewed as (G, H, H): W_g^T via a transposed tile order
-        L(f"{indent}w{g} = ct.reshape(ct.load(w, index=({g}, 0, 0), shape=(1, HP, HP), order=(0, 2, 1), "
-          "padding_mode=zero), (HP, HP)).astype(ct.float32)")
-
-    for g in range(gates):
-        if not split_tf32:
-            load_w(g, "    ")  # loaded once, kept on chip for all steps
-        L(f"    b{g} = ct.reshape(ct.load(b, index=({g}, 0), shape=(1, HP), padding_mode=zero), (1, HP))"
-          ".astype(ct.float32)")
-    L("    for step in range(T):")
-    L("        t = T - 1 - step if REVERSE else step")
-    if split_tf32:
-        L("        h_hi = h.astype(ct.tfloat32)")
-        L("        h_lo = (h - h_hi.astype(ct.float32)).astype(ct.tfloat32)")
-    for g in range(gates):
-        L(f"        x{g} = ct.reshape(ct.load(gx, index=(pid, t, {g}, 0), shape=(BB, 1, 1, HP), padding_mode=zero), "
-          "(BB, HP)).astype(ct.float32)")
-        if split_tf32:
-            load_w(g, "        ")
-            L(f"        w{g}_hi = w{g}.astype(ct.tfloat32)")
-            L(f"        w{g}_lo = (w{g} - w{g}_hi.astype(ct.float32)).astype(ct.tfloat32)")
-            # small terms first, so they are not lost against the large one
-            L(f"        r{g} = ct.mma(h_hi, w{g}_lo, ct.zeros((BB, HP), dtype=ct.float32))")
-            L(f"        r{g} = ct.mma(h_lo, w{g}_hi, r{g})")
-            L(f"        r{g} = ct.mma(h_hi, w{g}_hi, r{g})")
-        else:
-            L(f"        r{g} = ct.mma(h, w{g}, ct.zeros((BB, HP), dtype=ct.float32))")
-        L(f"        if HAS_BIAS:")
-        L(f"            r{g} = r{g} + b{g}")
-    if lstm:
-        L("        ig = 1.0 / (1.0 + ct.exp(-(x0 + r0)))")
-        L("        fg = 1.0 / (1.0 + ct.exp(-(x1 + r1)))")
-        L("        gg = ct.tanh(x2 + r2)")
-        L("        og = 1.0 / (1.0 + ct.exp(-(x3 + r3)))")
-        L("        c = fg * c + ig * gg")
-        L("        h = og * ct.tanh(c)")
-    elif kind == "gru_recurrence":
-        L("        rg = 1.0 / (1.0 + ct.exp(-(x0 + r0)))")
-        L("        zg = 1.0 / (1.0 + ct.exp(-(x1 + r1)))")
-        L("        ng = ct.tanh(x2 + rg * r2)")
-        L("        h = (1.0 - zg) * ng + zg * h")
-    else:
-        L("        pre = x0 + r0")
-        L("        h = ct.maximum(pre, 0.0) if RELU else ct.tanh(pre)")
-    L(f"        ct.store(y, index=(pid, t, 0), tile=ct.reshape(h, (BB, 1, HP)).astype(y.dtype))")
-    L("    ct.store(hn, index=(pid, 0), tile=h.astype(hn.dtype))")
-    if lstm:
-        L("    ct.store(cn, index=(pid, 0), tile=c.astype(cn.dtype))")
-
+    chunk = min(hp, CHUNK)
+    nk = hp // chunk
+    hold = not split_tf32 and nk == 1
+    k = _kernel_lines(kid, kind, gates, nk, split_tf32, hold)
     outs_by_index = {o.tuple_index: o for o in spec.outputs}
     w_host = []
     W = w_host.append
@@ -135,7 +88,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     if not batch_first:
         W("    gx = gx.transpose(0, 1)  # (B, T, G, H) view, read with its strides")
     W(f"    w = {w_n}.reshape({gates}, {hidden}, {hidden})")
-    W(f"    b = {b_n}.reshape({gates}, {hidden})" if has_bias else f"    b = w[:, 0, :]  # unused (HAS_BIAS=0)")
+    W(f"    b = {b_n}.reshape({gates}, {hidden})" if has_bias else "    b = w[:, 0, :]  # unused (HAS_BIAS=0)")
     y_shape = f"({batch}, {steps}, {hidden})" if batch_first else f"({steps}, {batch}, {hidden})"
     W(f"    y = torch.empty({y_shape}, dtype={gx_n}.dtype, device={gx_n}.device)")
     W(f"    hn = torch.empty(({batch}, {hidden}), dtype={gx_n}.dtype, device={gx_n}.device)")
@@ -144,7 +97,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     W(f"    y_bt = y if {batch_first} else y.transpose(0, 1)")
     launch_args = ["gx", "w", "b", h0_n] + ([c0_n] if lstm else []) + ["y_bt", "hn"] + (["cn"] if lstm else [])
     W(f"    ct.launch(torch.cuda.current_stream(), (ct.cdiv({batch}, {bb}),), {kid}_kernel,")
-    W(f"              ({', '.join(launch_args)}, {steps}, {hp}, {bb}, {int(reverse)}, {int(has_bias)}, {int(relu)}))")
+    W(f"              ({', '.join(launch_args)}, {steps}, {chunk}, {bb}, {int(reverse)}, {int(has_bias)}, {int(relu)}))")
     results = {0: "y", 1: "hn", 2: "cn"}
     rets = [results[o.tuple_index] for o in spec.outputs if o.tuple_index in results]
     if len(rets) != len(spec.outputs):
@@ -154,7 +107,114 @@ def generate(spec: KernelSpec) -> KernelSource:
     code = "\n".join(k) + "\n\n\n" + "\n".join(w_host) + "\n"
     return KernelSource(spec_id=kid, family="recurrent", code=code, launch_name=f"launch_{kid}",
                         kernel_names=[f"{kid}_kernel"],
-                        notes=[f"{kind}: BB={bb} batch rows per block, hidden {hidden} padded to {hp}, {steps} steps "
-                               "in one persistent kernel; "
+                        notes=[f"{kind}: BB={bb} batch rows per block, hidden {hidden} padded to {hp} in {nk} "
+                               f"chunk(s) of {chunk}, {steps} steps in one persistent kernel; "
                                + ("float32: per-step W_hh tile loads, split-TF32 (3 mma) tensor-core GEMM"
-                                  if split_tf32 else "per-gate W_hh tile kept on chip")])
+                                  if split_tf32 else "W_hh tiles kept on chip" if hold
+                                  else "per-step W_hh tile loads")])
+
+
+def _kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool, hold: bool) -> list[str]:
+    """The persistent kernel's text. The state is NK chunks hs{j} (and cs{j}) of (BB, C) carried through the step
+    loop; per step and output chunk j, gate g's pre-activation is x[t, g, j] + b[g, j] + sum_k h_k @ W_g^T[k, j].
+    With NK > 1 the k-sum is a loop over chunks of the whole state tile (ct.extract), so one weight chunk per gate
+    is live at a time."""
+    lstm = kind == "lstm_recurrence"
+    k: list[str] = []
+    L = k.append
+    sig = ["gx", "w", "b", "h0", "c0"] if lstm else ["gx", "w", "b", "h0"]
+    sig += ["y", "hn", "cn"] if lstm else ["y", "hn"]
+    L("@ct.kernel")
+    L(f"def {kid}_kernel({', '.join(sig)}, T: ct.Constant[int], C: ct.Constant[int], BB: ct.Constant[int],")
+    L("        REVERSE: ct.Constant[int], HAS_BIAS: ct.Constant[int], RELU: ct.Constant[int]):")
+    L("    pid = ct.bid(0)")
+    L("    zero = ct.PaddingMode.ZERO")
+    for j in range(nk):
+        L(f"    hs{j} = ct.load(h0, index=(pid, {j}), shape=(BB, C), padding_mode=zero).astype(ct.float32)")
+    if lstm:
+        for j in range(nk):
+            L(f"    cs{j} = ct.load(c0, index=(pid, {j}), shape=(BB, C), padding_mode=zero).astype(ct.float32)")
+
+    def w_tile(g: int, kk: str, j: int) -> str:
+        # w viewed as (G, H, H): rows kk, columns j of W_g^T through a transposed tile order
+        return (f"ct.reshape(ct.load(w, index=({g}, {kk}, {j}), shape=(1, C, C), order=(0, 2, 1), "
+                "padding_mode=zero), (C, C))")
+
+    for g in range(gates):
+        for j in range(nk):
+            L(f"    b{g}_{j} = ct.reshape(ct.load(b, index=({g}, {j}), shape=(1, C), padding_mode=zero), (1, C))"
+              ".astype(ct.float32)")
+    if hold:  # NK == 1: the weight tiles stay in registers for all steps
+        for g in range(gates):
+            L(f"    w{g} = {w_tile(g, '0', 0)}")
+    L("    for step in range(T):")
+    L("        t = T - 1 - step if REVERSE else step")
+    # the GEMM's left operand(s): the whole state as one tile (chunks joined), float32 split in hi + lo TF32
+    L(f"        hf = {_cat([f'hs{j}' for j in range(nk)])}")
+    if split_tf32:
+        L("        hf_hi = hf.astype(ct.tfloat32)")
+        L("        hf_lo = (hf - hf_hi.astype(ct.float32)).astype(ct.tfloat32)")
+        lhs = ["hf_hi", "hf_lo"]
+    else:
+        L("        hf = hf.astype(w.dtype)")
+        lhs = ["hf"]
+    ind = "            " if nk > 1 else "        "
+    for j in range(nk):
+        for g in range(gates):
+            L(f"        r{g} = ct.zeros((BB, C), dtype=ct.float32)")
+        if nk > 1:
+            L("        for kk in range(NK):".replace("NK", str(nk)))
+            for name in lhs:
+                L(f"            {name}_k = ct.extract({name}, (0, kk), shape=(BB, C))")
+            ops = [f"{name}_k" for name in lhs]
+        else:
+            ops = lhs
+        for g in range(gates):
+            if split_tf32:
+                hi, lo = ops
+                L(f"{ind}wt = {w_tile(g, 'kk' if nk > 1 else '0', j)}.astype(ct.float32)")
+                L(f"{ind}wt_hi = wt.astype(ct.tfloat32)")
+                L(f"{ind}wt_lo = (wt - wt_hi.astype(ct.float32)).astype(ct.tfloat32)")
+                # small terms first, so they are not lost against the large one
+                L(f"{ind}r{g} = ct.mma({hi}, wt_lo, r{g})")
+                L(f"{ind}r{g} = ct.mma({lo}, wt_hi, r{g})")
+                L(f"{ind}r{g} = ct.mma({hi}, wt_hi, r{g})")
+            else:
+                wt = f"w{g}" if hold else w_tile(g, "kk" if nk > 1 else "0", j)
+                L(f"{ind}r{g} = ct.mma({ops[0]}, {wt}, r{g})")
+        for g in range(gates):
+            L("        if HAS_BIAS:")
+            L(f"            r{g} = r{g} + b{g}_{j}")
+            L(f"        x{g} = ct.reshape(ct.load(gx, index=(pid, t, {g}, {j}), shape=(BB, 1, 1, C), "
+              "padding_mode=zero), (BB, C)).astype(ct.float32)")
+        if lstm:
+            L("        ig = 1.0 / (1.0 + ct.exp(-(x0 + r0)))")
+            L("        fg = 1.0 / (1.0 + ct.exp(-(x1 + r1)))")
+            L("        gg = ct.tanh(x2 + r2)")
+            L("        og = 1.0 / (1.0 + ct.exp(-(x3 + r3)))")
+            L(f"        cs{j} = fg * cs{j} + ig * gg")
+            L(f"        n{j} = og * ct.tanh(cs{j})")
+        elif kind == "gru_recurrence":
+            L("        rg = 1.0 / (1.0 + ct.exp(-(x0 + r0)))")
+            L("        zg = 1.0 / (1.0 + ct.exp(-(x1 + r1)))")
+            L("        ng = ct.tanh(x2 + rg * r2)")
+            L(f"        n{j} = (1.0 - zg) * ng + zg * hs{j}")
+        else:
+            L("        pre = x0 + r0")
+            L(f"        n{j} = ct.maximum(pre, 0.0) if RELU else ct.tanh(pre)")
+        L(f"        ct.store(y, index=(pid, t, {j}), tile=ct.reshape(n{j}, (BB, 1, C)).astype(y.dtype))")
+    for j in range(nk):
+        L(f"        hs{j} = n{j}")
+    for j in range(nk):
+        L(f"    ct.store(hn, index=(pid, {j}), tile=hs{j}.astype(hn.dtype))")
+        if lstm:
+            L(f"    ct.store(cn, index=(pid, {j}), tile=cs{j}.astype(cn.dtype))")
+    return k
+
+
+def _cat(names: list[str]) -> str:
+    """One tile from equal power-of-two chunks along axis 1 (ct.cat joins two at a time)."""
+    if len(names) == 1:
+        return names[0]
+    half = len(names) // 2
+    return f"ct.cat(({_cat(names[:half])}, {_cat(names[half:])}), 1)"
