@@ -5,6 +5,12 @@ recording each launch (kernel, grid, arguments). `compile_launch` turns a record
 (array dtypes/ranks, constants for `ct.Constant` parameters, scalars otherwise) and calls
 `cuda.tile.compilation.export_kernel` for the requested architecture. Used by the CPU tests of the kernel library
 and by the composer's dry run.
+
+By default a signature assumes nothing about the arrays beyond dtype and rank (the kernel compiles for any layout).
+`specialize=True` adds what cuTile's JIT assumes from the actual tensors at launch (as its JAX binding spells it
+out: unit strides as constants, shapes and strides divisible by 16 bytes where they are, 16-byte-aligned bases),
+so the cubin takes the same paths as on the GPU (TMA loads, vector stores); `shared_memory_bytes` then reads the
+kernel's static shared memory from it, which with the occupancy hint says whether the blocks fit on an SM.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import inspect
 import io
 import linecache
 import math
+import struct
 import time
 import typing
 from dataclasses import dataclass, field
@@ -107,10 +114,27 @@ def _ct_dtype(dtype: torch.dtype):
             torch.int8: ct.int8, torch.uint8: ct.uint8, torch.bool: ct.bool_}[dtype]
 
 
-def signature_for(record: LaunchRecord):
+def _array_constraint(arg: torch.Tensor, specialize: bool):
     import cuda.tile as ct
-    from cuda.tile.compilation import (ArrayConstraint, CallingConvention, ConstantConstraint, KernelSignature,
-                                       ScalarConstraint)
+    from cuda.tile.compilation import ArrayConstraint
+
+    if not specialize:
+        return ArrayConstraint(_ct_dtype(arg.dtype), arg.dim(), index_dtype=ct.int32, stride_lower_bound_incl=0,
+                               alias_groups=(), may_alias_internally=False)
+    per16 = max(1, 16 // arg.element_size())  # elements per 16 bytes
+    return ArrayConstraint(
+        _ct_dtype(arg.dtype), arg.dim(), index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+        may_alias_internally=False,
+        stride_constant=tuple(1 if s == 1 else None for s in arg.stride()),
+        shape_constant=tuple(1 if d == 1 else None for d in arg.shape),
+        stride_divisible_by=tuple(per16 if s % per16 == 0 else 1 for s in arg.stride()),
+        shape_divisible_by=tuple(16 if d % 16 == 0 else 1 for d in arg.shape),
+        base_addr_divisible_by=16)
+
+
+def signature_for(record: LaunchRecord, specialize: bool = False):
+    import cuda.tile as ct
+    from cuda.tile.compilation import CallingConvention, ConstantConstraint, KernelSignature, ScalarConstraint
 
     fn = record.kernel._pyfunc
     hints = typing.get_type_hints(fn, include_extras=True) if hasattr(fn, "__annotations__") else {}
@@ -120,9 +144,7 @@ def signature_for(record: LaunchRecord):
         hint = hints.get(name)
         is_const = hint is not None and "Constant" in repr(hint)
         if isinstance(arg, torch.Tensor):
-            constraints.append(ArrayConstraint(_ct_dtype(arg.dtype), arg.dim(), index_dtype=ct.int32,
-                                               stride_lower_bound_incl=0, alias_groups=(),
-                                               may_alias_internally=False))
+            constraints.append(_array_constraint(arg, specialize))
         elif is_const:
             constraints.append(ConstantConstraint(arg))
         elif isinstance(arg, bool):
@@ -136,11 +158,33 @@ def signature_for(record: LaunchRecord):
     return KernelSignature(constraints, calling_convention=CallingConvention.cutile_python_v2())
 
 
-def compile_launch(record: LaunchRecord, arch: str = "sm_90") -> tuple[int, float]:
-    """Compile one recorded launch ahead of time; returns (cubin bytes, seconds). Raises on compile errors."""
+def compile_cubin(record: LaunchRecord, arch: str = "sm_90", specialize: bool = False) -> bytes:
+    """Compile one recorded launch ahead of time; returns the cubin. Raises on compile errors."""
     from cuda.tile.compilation import export_kernel
 
-    start = time.perf_counter()
     buf = io.BytesIO()
-    export_kernel(record.kernel, [signature_for(record)], buf, gpu_code=arch, output_format="cubin")
-    return len(buf.getvalue()), time.perf_counter() - start
+    export_kernel(record.kernel, [signature_for(record, specialize)], buf, gpu_code=arch, output_format="cubin")
+    return buf.getvalue()
+
+
+def compile_launch(record: LaunchRecord, arch: str = "sm_90") -> tuple[int, float]:
+    """Compile one recorded launch ahead of time; returns (cubin bytes, seconds). Raises on compile errors."""
+    start = time.perf_counter()
+    size = len(compile_cubin(record, arch))
+    return size, time.perf_counter() - start
+
+
+def shared_memory_bytes(cubin: bytes) -> int:
+    """Static shared memory of the kernel(s) in a cubin: the sizes of its `.nv.shared.*` ELF sections (ELF64,
+    little-endian, as tileiras writes them)."""
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    entsize, count, names_index = struct.unpack_from("<HHH", cubin, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * entsize) for i in range(count)]
+    names_at = headers[names_index][4]
+    total = 0
+    for name_off, _type, _flags, _addr, _offset, size in headers:
+        start = names_at + name_off
+        name = cubin[start:cubin.index(b"\0", start)].decode()
+        if name.startswith(".nv.shared."):
+            total += size
+    return total

@@ -168,3 +168,49 @@ GPU_SMOKE = [(name, _smallest(shapes), dtype) for name, (_, shapes) in test_matm
 def test_gpu_cases_pass_on_the_emulator(name, shape, dtype, monkeypatch):
     monkeypatch.setattr(test_matmul_gpu, "CHECK", check_emulated)
     test_matmul_gpu.test_matmul_kernel_matches_reference(name, shape, dtype)
+
+
+# Large bf16 GEMMs with the occupancy hint 2: the blocks must fit twice in an sm_90 SM's shared memory (228 KB,
+# 1 KB reserved per block), or one block's epilogue no longer overlaps the other's K loop. A linear's bias added
+# after the loop cost 8.4 KB (116072 bytes: one block per SM, linear+gelu 0.91x eager on the H200); it now starts
+# the accumulator. Compiled specialized like cuTile's JIT (TMA paths), the smem read from the cubin.
+SMEM_PER_SM, SMEM_RESERVED = 228 * 1024, 1024
+OCCUPANCY_CASES = {
+    "mm": (_m("a @ b", "a, b"), "[torch.randn(2048, 2048).bfloat16(), torch.randn(2048, 2048).bfloat16()]"),
+    "linear_bias_gelu": (_m("F.gelu(self.fc(x))", "x", "self.fc = nn.Linear(2048, 2048).bfloat16()"),
+                         "[torch.randn(2048, 2048).bfloat16()]"),
+    "linear_bn_relu": (_m("torch.relu(self.bn(self.fc(x)))", "x",
+                          "self.fc = nn.Linear(2048, 2048).bfloat16(); self.bn = nn.BatchNorm1d(2048).bfloat16()"),
+                       "[torch.randn(2048, 2048).bfloat16()]"),
+    "addmm_row_bias_relu": (_m("torch.relu(torch.addmm(c, a, b))", "c, a, b"),
+                            "[torch.randn(2048).bfloat16(), torch.randn(2048, 2048).bfloat16(), "
+                            "torch.randn(2048, 2048).bfloat16()]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OCCUPANCY_CASES))
+def test_large_gemm_blocks_fit_their_occupancy(name):
+    import re
+
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, shared_memory_bytes, trace_launches
+
+    model, inputs = OCCUPANCY_CASES[name]
+    spec = snippet_spec(model, inputs, FAMILY)
+    source = generate_kernel(spec)
+    occupancy = int(re.search(r"@ct.kernel\(occupancy=(\d+)\)", source.code).group(1))
+    assert occupancy == 2
+    assert ("acc = ct.zeros" if name == "mm" else "acc = side0") in source.code
+    (record,) = trace_launches(source, spec)
+    smem = shared_memory_bytes(compile_cubin(record, "sm_90", specialize=True))
+    assert smem > 64 * 1024  # a pipelined 128x128x64 bf16 GEMM stages its operand tiles in shared memory
+    assert occupancy * (smem + SMEM_RESERVED) <= SMEM_PER_SM, f"{smem} bytes of shared memory per block"
+
+
+def test_a_full_matrix_addend_stays_an_epilogue_add():
+    spec = snippet_spec(_m("torch.addmm(c, a, b)", "c, a, b"),
+                        "[torch.randn(33, 70), torch.randn(33, 50), torch.randn(50, 70)]", FAMILY)
+    from tilestudio.core.kernels import generate_kernel
+
+    code = generate_kernel(spec).code
+    assert "acc = ct.zeros((BM, BN), dtype=ct.float32)" in code and "acc = acc + side0" in code
