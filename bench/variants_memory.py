@@ -39,9 +39,13 @@ VARIANTS = {
         ("approx rcp + exp2, block 2048", {"elementwise_block_bytes": 4096}),
         ("approx rcp + exp2, block 1024", {"elementwise_block_bytes": 2048}),
         ("approx rcp + exp2, block 512", {"elementwise_block_bytes": 1024}),
+        ("unchecked full-tile loads, block 8192", {"elementwise_unchecked_full": True}),
+        ("unchecked full-tile loads, block 4096", {"elementwise_unchecked_full": True,
+                                                   "elementwise_block_bytes": 8192}),
     ],
     "sigmoid(2x+1)*y fp32 64M": [
         ("approx rcp + exp2, block 4096", {"elementwise_block_bytes": 16384}),
+        ("unchecked full-tile loads, block 4096", {"elementwise_unchecked_full": True}),
         ("approx rcp + exp2, block 1024", {"elementwise_block_bytes": 4096}),
     ],
     "bias+relu bcast fp16": [

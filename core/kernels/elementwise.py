@@ -198,6 +198,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     if need_offs or needs_index:
         body.append("    offs = pid * BLOCK + ct.arange(BLOCK, dtype=ct.int32)")
     env: dict[str, str] = {}
+    unchecked = MEMORY_TUNING["elementwise_unchecked_full"] and numel % block == 0  # every tile in bounds
     if needs_index:
         if len(iter_shape) < 2:
             raise Unsupported("tril/triu on fewer than 2 dims")
@@ -220,7 +221,9 @@ def generate(spec: KernelSpec) -> KernelSource:
         var = f"{'eb' if is_bool else 'ld'}_{_ident(op.spec.name)}"
         cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
         kind = op.kind()
-        if kind == "full":
+        if kind == "full" and unchecked:
+            body.append(f"    {var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), check_bounds=False){cast}")
+        elif kind == "full":
             body.append(f"    {var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), "
                         f"padding_mode=ct.PaddingMode.ZERO){cast}")
         elif kind == "single":

@@ -23,6 +23,11 @@ MEMORY_TUNING: dict[str, Any] = {
     # elementwise: bytes of the widest operand moved per block at large sizes (block = this // itemsize, a power
     # of two, 1024..16384 elements): 16 KB keeps fp32 at 4096 elements and gives 2-byte dtypes 8192.
     "elementwise_block_bytes": 16384,
+    # elementwise: when the blocks tile the flat tensors exactly (numel % BLOCK == 0), load full operands with
+    # check_bounds=False. With bounds checks tileiras guards each 16-byte load with a branch and issues them a few at
+    # a time between the math; without, all of a thread's loads go out first (SASS of gelu bf16 64M, sm_90).
+    # Untimed so far: bench/variants_memory.py has the variant; switch the default after a GPU run.
+    "elementwise_unchecked_full": False,
     # pool, aligned windows (kernel == stride, e.g. max_pool2d(2)): "split" views the input as
     # (rows * O0, K0, O1, K1, ...) on the host (rows, O0 separate when In0 > O0 * K0) and loads
     # (BM, K0, BO1, K1, ..) tiles directly (no in-kernel reshape, no partial-tile lanes along O0);

@@ -201,7 +201,7 @@ def _tile_window(what, index, shape, arr_shape, steps=None):
     return tuple(src), tuple(dst)
 
 
-def load(array, index, shape, order="C", padding_mode=PaddingMode.UNDETERMINED, **_):
+def load(array, index, shape, order="C", padding_mode=PaddingMode.UNDETERMINED, check_bounds=True, **_):
     shape = check_shape(shape) if shape != () else ()
     index = _index(index)
     arr = array.permute(*_order(order, array.dim())) if array.dim() else array
@@ -212,6 +212,9 @@ def load(array, index, shape, order="C", padding_mode=PaddingMode.UNDETERMINED, 
     if len(shape) != arr.dim() or len(index) != arr.dim():
         raise ValueError(f"load: tile rank {len(shape)} / index {index} vs array rank {arr.dim()}")
     src, dst = _tile_window("load", index, shape, arr.shape)
+    if not check_bounds and any((d.stop - d.start) != n for d, n in zip(dst, shape)):
+        raise IndexError(f"load(check_bounds=False): tile {index} of shape {shape} leaves the array {tuple(arr.shape)}"
+                         " (undefined behaviour on the GPU)")
     if arr.dtype.is_floating_point and padding_mode in (None, PaddingMode.UNDETERMINED):
         out = undetermined_fill(shape, arr.dtype)
     else:

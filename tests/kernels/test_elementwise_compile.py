@@ -155,3 +155,20 @@ def test_non_elementwise_spec_is_unsupported():
     spec.ops[0].category = "reduction"
     with pytest.raises(Unsupported):
         generate(spec)
+
+
+@pytest.mark.parametrize("shape", [(1 << 16,), (16, 300, 301)])
+def test_unchecked_full_tile_loads(shape, monkeypatch):
+    """MEMORY_TUNING["elementwise_unchecked_full"]: when the blocks tile the tensors exactly, full operands load
+    with check_bounds=False (the emulator raises if such a tile leaves the array); otherwise the loads keep their
+    bounds checks. Both compile and compute the reference's values."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "elementwise_unchecked_full", True)
+    decomposition = decompose_source(ACTIVATIONS_A, f"[{_r(shape, 'bfloat16')}]")
+    (spec,) = elementwise_specs(decomposition)
+    source = compile_spec(spec, ("sm_90",))
+    exact = shape == (1 << 16,)
+    assert ("check_bounds=False" in source.code) == exact
+    assert ("padding_mode=ct.PaddingMode.ZERO" in source.code) != exact
+    assert_emulated(spec, source)
