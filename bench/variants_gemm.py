@@ -56,7 +56,11 @@ CASES = [
      [("default", {}),
       ("old: BK=64 loop", {"mm_one_step_k": 0, "mm_occupancy_one_step": None}),
       ("one step, occ auto", {"mm_occupancy_one_step": None}),
-      ("one step 128x256", {"mm_low": (128, 256, 64), "mm_occupancy_one_step": None}, X)]),
+      ("one step 128x256", {"mm_low": (128, 256, 64), "mm_occupancy_one_step": None}, X),
+      # K = 128 is one K step per tile: more, smaller blocks per SM overlap one block's store with another's loads
+      ("one step 128x64 occ=4", {"mm_low": (128, 64, 64), "mm_occupancy_one_step": 4}),
+      ("one step 64x128 occ=4", {"mm_low": (64, 128, 64), "mm_occupancy_one_step": 4}),
+      ("one step 128x128 occ=3", {"mm_occupancy_one_step": 3})]),
     ("conv2d 3x3 32x256x56x56->256 bf16", _mod(f"self.c = nn.Conv2d(256, 256, 3, padding=1).to({BF})", "self.c(x)"),
      f"[torch.randn(32, 256, 56, 56, dtype={BF})]", 2 * 32 * 256 * 56 * 56 * 256 * 9,
      [("default", {}),
