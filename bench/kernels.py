@@ -27,6 +27,8 @@ CASES = [
      "[torch.randn(8192, 8192), torch.randn(8192, 8192)]", "mem", None),
     ("elementwise", "gelu bf16 64M", "def forward(self, x):\n        return F.gelu(x)",
      "[torch.randn(8192, 8192, dtype=torch.bfloat16)]", "mem", None),
+    ("elementwise", "x+y bf16 64M", "def forward(self, x, y):\n        return x + y",
+     "[torch.randn(8192, 8192, dtype=torch.bfloat16), torch.randn(8192, 8192, dtype=torch.bfloat16)]", "mem", None),
     ("elementwise", "bias+relu bcast fp16", "def forward(self, x, b):\n        return torch.relu(x + b)",
      "[torch.randn(64, 256, 64, 64).half(), torch.randn(256, 1, 1).half()]", "mem", None),
     ("softmax", "softmax rows 8192x8192 fp32", "def forward(self, x):\n        return torch.softmax(x, -1)",

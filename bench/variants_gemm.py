@@ -49,7 +49,7 @@ CASES = [
     ("linear+gelu 8192^3 bf16", _mod(f"self.l = nn.Linear(8192, 8192).to({BF})", "F.gelu(self.l(x))"),
      f"[torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
      [("default", {}),
-      ("occ=2", {"mm_occupancy": 2}),
+      ("bias after the K loop (old)", {"mm_bias_in_acc": False}),
       ("128x256x64", {"mm_low": (128, 256, 64)}, X)]),
     ("bmm 64x1024x128x1024 bf16", _mod("", "torch.bmm(a, b)", "a, b"),
      f"[torch.randn(64, 1024, 128, dtype={BF}), torch.randn(64, 128, 1024, dtype={BF})]", 2 * 64 * 1024 * 1024 * 128,

@@ -43,6 +43,14 @@ VARIANTS = {
         ("unchecked full-tile loads, block 4096", {"elementwise_unchecked_full": True,
                                                    "elementwise_block_bytes": 8192}),
     ],
+    "x+y bf16 64M": [
+        ("block 8192", {"elementwise_block_bytes": 16384, "elementwise_unchecked_full": False}),
+        ("block 4096", {"elementwise_block_bytes": 8192, "elementwise_unchecked_full": False}),
+        ("unchecked full-tile loads, block 8192", {"elementwise_block_bytes": 16384,
+                                                   "elementwise_unchecked_full": True}),
+        ("unchecked full-tile loads, block 4096", {"elementwise_block_bytes": 8192,
+                                                   "elementwise_unchecked_full": True}),
+    ],
     "sigmoid(2x+1)*y fp32 64M": [
         ("approx rcp + exp2, block 4096", {"elementwise_block_bytes": 16384}),
         ("unchecked full-tile loads, block 4096", {"elementwise_unchecked_full": True}),
@@ -50,6 +58,9 @@ VARIANTS = {
     ],
     "bias+relu bcast fp16": [
         ("block 4096 (old)", {"elementwise_block_bytes": 8192}),
+        ("unchecked full-tile loads, block 8192", {"elementwise_unchecked_full": True}),
+        ("unchecked full-tile loads, block 4096", {"elementwise_unchecked_full": True,
+                                                   "elementwise_block_bytes": 8192}),
         ("block 8192", {"elementwise_block_bytes": 16384}),
     ],
     "max_pool2d 2x2 64x128x112x112 bf16": [

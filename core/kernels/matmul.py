@@ -460,7 +460,7 @@ class _Builder(SideOperands):
         # added after the K loop: the same sum, and the epilogue then has no broadcast of a loaded vector, which
         # costs the kernel 8 KB of shared memory (linear+gelu 8192^3 bf16: 116072 -> 107656 bytes, which puts two
         # 128x128 blocks back on an SM so one's epilogue overlaps the other's K loop).
-        bias = self._bias_term() if g.alpha == 1.0 else None
+        bias = self._bias_term() if g.alpha == 1.0 and TILES["mm_bias_in_acc"] else None
         L(f"    acc = {bias}" if bias else "    acc = ct.zeros((BM, BN), dtype=ct.float32)")
         ind = "    "
         if g.reduce_batch:
