@@ -40,9 +40,9 @@ _ITEMSIZE = {"float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2, 
 
 
 def block_size(numel: int, operands: int, itemsize: int = 4) -> int:
-    """Elements per block: whole tensor when tiny, then 512..16384 as the tensor grows. At large sizes a block
-    moves MEMORY_TUNING["elementwise_block_bytes"] of its widest operand (4096 fp32 / 8192 fp16 elements), so
-    2-byte dtypes get as many bytes in flight per block as fp32."""
+    """Elements per block: whole tensor when tiny, then 512.. as the tensor grows. At large sizes a block moves
+    MEMORY_TUNING["elementwise_block_bytes"] of its widest operand, at most "elementwise_block_elems" elements
+    (4096 for fp32 and the 2-byte dtypes alike)."""
     if numel <= 512:
         return pow2_at_least(numel, 32)
     if numel <= 1 << 16:
@@ -53,7 +53,7 @@ def block_size(numel: int, operands: int, itemsize: int = 4) -> int:
         block = 2048
     else:
         target = int(MEMORY_TUNING["elementwise_block_bytes"]) // max(1, min(itemsize, 4))
-        block = max(256, min(16384, _pow2_floor(target)))
+        block = max(256, min(int(MEMORY_TUNING["elementwise_block_elems"]), _pow2_floor(target)))
     if operands > 6:  # many live tiles per block: keep register pressure in check
         block = min(block, 2048)
     return block
@@ -198,7 +198,6 @@ def generate(spec: KernelSpec) -> KernelSource:
     if need_offs or needs_index:
         body.append("    offs = pid * BLOCK + ct.arange(BLOCK, dtype=ct.int32)")
     env: dict[str, str] = {}
-    unchecked = MEMORY_TUNING["elementwise_unchecked_full"] and numel % block == 0  # every tile in bounds
     if needs_index:
         if len(iter_shape) < 2:
             raise Unsupported("tril/triu on fewer than 2 dims")
@@ -209,57 +208,72 @@ def generate(spec: KernelSpec) -> KernelSource:
         body.append(f"    col_idx = offs % {w}")
         body.append(f"    row_idx = (offs // {w}) % {h}")
         env[ROW_INDEX], env[COL_INDEX] = "row_idx", "col_idx"
-
-    def load_side(value: str) -> str:
-        if value in scalar_by_value:
-            return scalar_params[value]
-        op = by_value.get(value)
-        if op is None:
-            raise Unsupported(f"operand {value} is neither a spec input nor computed by an earlier op")
-        arr = params[op.spec.name]
-        is_bool = op.spec.dtype == "bool"
-        var = f"{'eb' if is_bool else 'ld'}_{_ident(op.spec.name)}"
-        cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
-        kind = op.kind()
-        if kind == "full" and unchecked:
-            body.append(f"    {var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), check_bounds=False){cast}")
-        elif kind == "full":
-            body.append(f"    {var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), "
-                        f"padding_mode=ct.PaddingMode.ZERO){cast}")
-        elif kind == "single":
-            body.append(f"    {var} = ct.broadcast_to(ct.load({arr}, index=(0,), shape=(1,)){cast}, (BLOCK,))")
-        else:
-            body.append(f"    {var} = ct.gather({arr}, {index_var(op.pattern)}){cast}")
-        return var
-
-    index_vars: dict[str, str] = {}
-
-    def index_var(pattern: list[bool]) -> str:
-        """A variable holding the gather/scatter index for this broadcast pattern (computed once)."""
-        expr = index_expr(pattern, cshape)
-        if expr not in index_vars:
-            index_vars[expr] = f"idx_{len(index_vars)}"
-            body.append(f"    {index_vars[expr]} = {expr}")
-        return index_vars[expr]
-
     shapes = {(t.graph_value or t.name): t.shape for t in tensors}
-    env = emit_elementwise(list(spec.ops), env, load_side, body, "    ", shapes=shapes)
 
-    for i, (t, op) in enumerate(zip(spec.outputs, outs)):
-        value = t.graph_value or t.name
-        if value not in env:
-            raise Unsupported(f"output {t.name} ({value}) is not computed by the kernel's ops")
-        var = env[value]
-        tile = f"{var}.astype({out_params[i]}.dtype)"
-        kind = op.kind()
-        if kind == "full":
-            body.append(f"    ct.store({out_params[i]}, index=(pid,), tile={tile})")
-        elif kind == "single":
-            body.append(f"    ct.scatter({out_params[i]}, offs * 0, {tile}, mask=offs == 0)")
-        else:
-            mask = zero_coords_mask(op.pattern, cshape)
-            body.append(f"    ct.scatter({out_params[i]}, {index_var(op.pattern)}, {tile}, "
-                        f"mask={mask} & (offs < {numel}))")
+    def section(lines: list[str], ind: str, unchecked: bool) -> None:
+        """Loads, the fused ops and the stores of one block, at indentation `ind`; `unchecked`: the block's tile
+        lies inside every flat tensor, so full operands load with check_bounds=False."""
+        index_vars: dict[str, str] = {}
+
+        def index_var(pattern: list[bool]) -> str:
+            """A variable holding the gather/scatter index for this broadcast pattern (computed once)."""
+            expr = index_expr(pattern, cshape)
+            if expr not in index_vars:
+                index_vars[expr] = f"idx_{len(index_vars)}"
+                lines.append(f"{ind}{index_vars[expr]} = {expr}")
+            return index_vars[expr]
+
+        def load_side(value: str) -> str:
+            if value in scalar_by_value:
+                return scalar_params[value]
+            op = by_value.get(value)
+            if op is None:
+                raise Unsupported(f"operand {value} is neither a spec input nor computed by an earlier op")
+            arr = params[op.spec.name]
+            is_bool = op.spec.dtype == "bool"
+            var = f"{'eb' if is_bool else 'ld'}_{_ident(op.spec.name)}"
+            cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
+            kind = op.kind()
+            if kind == "full" and unchecked:
+                lines.append(f"{ind}{var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), check_bounds=False){cast}")
+            elif kind == "full":
+                lines.append(f"{ind}{var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), "
+                             f"padding_mode=ct.PaddingMode.ZERO){cast}")
+            elif kind == "single":
+                lines.append(f"{ind}{var} = ct.broadcast_to(ct.load({arr}, index=(0,), shape=(1,)){cast}, (BLOCK,))")
+            else:
+                lines.append(f"{ind}{var} = ct.gather({arr}, {index_var(op.pattern)}){cast}")
+            return var
+
+        out_env = emit_elementwise(list(spec.ops), dict(env), load_side, lines, ind, shapes=shapes)
+        for i, (t, op) in enumerate(zip(spec.outputs, outs)):
+            value = t.graph_value or t.name
+            if value not in out_env:
+                raise Unsupported(f"output {t.name} ({value}) is not computed by the kernel's ops")
+            tile = f"{out_env[value]}.astype({out_params[i]}.dtype)"
+            kind = op.kind()
+            if kind == "full":
+                lines.append(f"{ind}ct.store({out_params[i]}, index=(pid,), tile={tile})")
+            elif kind == "single":
+                lines.append(f"{ind}ct.scatter({out_params[i]}, offs * 0, {tile}, mask=offs == 0)")
+            else:
+                mask = zero_coords_mask(op.pattern, cshape)
+                lines.append(f"{ind}ct.scatter({out_params[i]}, {index_var(op.pattern)}, {tile}, "
+                             f"mask={mask} & (offs < {numel}))")
+
+    # Full operands of a block whose tile lies inside the tensors load without bounds checks (see MEMORY_TUNING):
+    # every block when the blocks tile the tensors exactly, else, for tensors large enough to be bandwidth-bound
+    # (>= 1M elements), all but the last block (a second copy of the body behind one branch per block).
+    unchecked = MEMORY_TUNING["elementwise_unchecked_full"] and any(op.kind() == "full" for op in ins)
+    if unchecked and numel % block == 0:
+        section(body, "    ", True)
+    elif unchecked and numel >= 1 << 20:
+        body.append(f"    if pid < {grid - 1}:")
+        section(body, "        ", True)
+        body.append("    else:")
+        section(body, "        ", False)
+    else:
+        section(body, "    ", False)
 
     # ---- module ----
     kparams = [params[op.spec.name] for op in ins] + out_params + [scalar_params[t.graph_value or t.name]

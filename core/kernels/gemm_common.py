@@ -41,10 +41,11 @@ TILES: dict[str, Any] = {
     "mm_occupancy": 2,  # H200: mm 4096^3 fp16 0.232 -> 0.213 ms, linear+gelu 8192^3 bf16 1.781 -> 1.749 ms
     "mm_occupancy_one_step": 2,
     "mm_num_ctas": None,  # CGA size hint (None = compiler's choice)
-    # a bias broadcast along M or N starts the accumulator (True) instead of being added after the K loop: the
-    # after-loop broadcast cost 8.4 KB of shared memory per 128x128 block (116072 bytes, one block per SM instead
-    # of the two occupancy=2 asks for). H200, linear+gelu 8192^3 bf16: see bench/variants_gemm.py
-    "mm_bias_in_acc": True,
+    # a bias broadcast along M or N starts the accumulator (True) instead of being added after the K loop (False).
+    # After the loop its broadcast costs 8.4 KB of shared memory per 128x128 block (116072 bytes: by shared memory
+    # one block per SM where occupancy=2 asks for two), yet it is the faster form: H200, linear+gelu 8192^3 bf16,
+    # same run: after the loop 1.625 ms, in the accumulator 1.705 ms (bench/variants_gemm.py --only linear)
+    "mm_bias_in_acc": False,
     # convolution as an implicit GEMM (fp16/bf16; float32 halves every entry): output positions per block, output
     # channels per block, input channels per K step
     "conv_positions": 128,

@@ -21,13 +21,17 @@ from .base import KernelSource, Unsupported
 # read when a kernel is generated; every choice is deterministic per shape.
 MEMORY_TUNING: dict[str, Any] = {
     # elementwise: bytes of the widest operand moved per block at large sizes (block = this // itemsize, a power
-    # of two, 1024..16384 elements): 16 KB keeps fp32 at 4096 elements and gives 2-byte dtypes 8192.
+    # of two, 1024..elementwise_block_elems elements): fp32 4096 elements.
     "elementwise_block_bytes": 16384,
-    # elementwise: when the blocks tile the flat tensors exactly (numel % BLOCK == 0), load full operands with
-    # check_bounds=False. With bounds checks tileiras guards each 16-byte load with a branch and issues them a few at
-    # a time between the math; without, all of a thread's loads go out first (SASS of gelu bf16 64M, sm_90).
-    # Untimed so far: bench/variants_memory.py has the variant; switch the default after a GPU run.
-    "elementwise_unchecked_full": False,
+    # elementwise: at most this many elements per block. H200, unchecked loads (below): 4096 beats 8192 for 2-byte
+    # dtypes (bench/variants_memory.py, same run: x+y bf16 64M 0.132 -> 0.114 ms, bias+relu fp16 0.108 -> 0.101,
+    # gelu bf16 0.126 -> 0.112)
+    "elementwise_block_elems": 4096,
+    # elementwise: full operands of a block whose tile lies inside the tensors load with check_bounds=False (all
+    # blocks when the blocks tile the tensors exactly, else all but the last). With bounds checks tileiras guards
+    # each 16-byte load with a branch and issues them a few at a time between the math (SASS, sm_90). H200, block
+    # 4096: x+y bf16 64M 0.169 -> 0.114 ms (0.62 -> 0.91 of copy); fp32 sigmoid chain unchanged (0.218/0.216)
+    "elementwise_unchecked_full": True,
     # pool, aligned windows (kernel == stride, e.g. max_pool2d(2)): "split" views the input as
     # (rows * O0, K0, O1, K1, ...) on the host (rows, O0 separate when In0 > O0 * K0) and loads
     # (BM, K0, BO1, K1, ..) tiles directly (no in-kernel reshape, no partial-tile lanes along O0);

@@ -456,10 +456,9 @@ class _Builder(SideOperands):
         zb = [f"z{j}" if s != 1 else "0" for j, s in enumerate(g.b.batch_sizes())] if nb else []
         if g.reduce_batch:
             za, zb = ["bb"], ["bb"]
-        # A bias broadcast along M or N (linear's bias, a folded batch norm's) starts the accumulator instead of being
-        # added after the K loop: the same sum, and the epilogue then has no broadcast of a loaded vector, which
-        # costs the kernel 8 KB of shared memory (linear+gelu 8192^3 bf16: 116072 -> 107656 bytes, which puts two
-        # 128x128 blocks back on an SM so one's epilogue overlaps the other's K loop).
+        # With TILES["mm_bias_in_acc"], a bias broadcast along M or N (linear's bias, a folded batch norm's) starts
+        # the accumulator instead of being added after the K loop: the same sum, 8 KB less shared memory
+        # (linear+gelu 8192^3 bf16: 116072 -> 107656 bytes), but measured slower on the H200 (see the table entry).
         bias = self._bias_term() if g.alpha == 1.0 and TILES["mm_bias_in_acc"] else None
         L(f"    acc = {bias}" if bias else "    acc = ct.zeros((BM, BN), dtype=ct.float32)")
         ind = "    "

@@ -126,7 +126,7 @@ def test_block_sizes_and_collapse():
     assert block_size(3_000_000, 3) == 2048
     assert block_size(1 << 26, 3) == 4096
     assert block_size(1 << 26, 9) == 2048
-    assert block_size(1 << 26, 2, itemsize=2) == 8192  # 2-byte dtypes: the same 16 KB per block as fp32
+    assert block_size(1 << 26, 2, itemsize=2) == 4096  # capped at elementwise_block_elems (H200: 4096 > 8192)
     assert block_size(1 << 26, 2, itemsize=8) == 4096
     shape = [8, 64, 56, 56]
     out = Operand(_spec_t("o", shape), shape)
@@ -157,18 +157,32 @@ def test_non_elementwise_spec_is_unsupported():
         generate(spec)
 
 
-@pytest.mark.parametrize("shape", [(1 << 16,), (16, 300, 301)])
-def test_unchecked_full_tile_loads(shape, monkeypatch):
-    """MEMORY_TUNING["elementwise_unchecked_full"]: when the blocks tile the tensors exactly, full operands load
-    with check_bounds=False (the emulator raises if such a tile leaves the array); otherwise the loads keep their
-    bounds checks. Both compile and compute the reference's values."""
-    from tilestudio.core.kernels.indexing import MEMORY_TUNING
-
-    monkeypatch.setitem(MEMORY_TUNING, "elementwise_unchecked_full", True)
+@pytest.mark.parametrize("shape", [(1 << 16,), (16, 300, 301), (1000,)])
+def test_unchecked_full_tile_loads(shape):
+    """MEMORY_TUNING["elementwise_unchecked_full"] (on): full operands of a block whose tile lies inside the tensors
+    load with check_bounds=False (the emulator raises if such a tile leaves its array): every block when the blocks
+    tile the tensors exactly, else every block but the last, which keeps its bounds checks; one block: checked.
+    All compile and compute the reference's values."""
     decomposition = decompose_source(ACTIVATIONS_A, f"[{_r(shape, 'bfloat16')}]")
     (spec,) = elementwise_specs(decomposition)
     source = compile_spec(spec, ("sm_90",))
-    exact = shape == (1 << 16,)
-    assert ("check_bounds=False" in source.code) == exact
-    assert ("padding_mode=ct.PaddingMode.ZERO" in source.code) != exact
+    code = source.code
+    if shape == (1 << 16,):  # 128 blocks of 512
+        assert "check_bounds=False" in code and "padding_mode=ct.PaddingMode.ZERO" not in code
+    elif shape == (16, 300, 301):  # 1444800 elements, 706 blocks of 2048, the last partial
+        assert "    if pid < 705:\n" in code and code.count("check_bounds=False") == 1
+        assert code.count("padding_mode=ct.PaddingMode.ZERO") == 1
+    else:  # one block
+        assert "check_bounds=False" not in code
     assert_emulated(spec, source)
+
+
+def test_checked_loads_when_switched_off(monkeypatch):
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "elementwise_unchecked_full", False)
+    (spec,) = elementwise_specs(decompose_source(ACTIVATIONS_A, f"[{_r((1 << 16,), 'bfloat16')}]"))
+    from tilestudio.core.kernels import generate_kernel
+
+    code = generate_kernel(spec).code
+    assert "check_bounds" not in code and "if pid" not in code
