@@ -41,6 +41,7 @@ class TileCtx:
     # shape (group norm splits C into (G, C/G))
     side_view: object = None
     load_hint: str = ""  # ", latency=..." on full-view loads
+    full_bounds: str = "padding_mode=ct.PaddingMode.ZERO"  # or "check_bounds=False" when every tile is inside
 
     def load(self, value: str, code: Code, dtype: str = "ct.float32") -> str:
         key = f"{value}:{dtype}"
@@ -63,7 +64,7 @@ class TileCtx:
         if shape == list(self.target) and self.full_view is not None and prod(shape) > 1:
             name = self.kernel.tensor(f"v_{t.name}", f"v_{t.name}", f"v_{t.name} = {self.full_view(src)}")
             code(f"{var} = ct.load({name}, index={self.full_index}, shape={self.shape}, "
-                 f"padding_mode=ct.PaddingMode.ZERO{self.load_hint}).astype({dtype})")
+                 f"{self.full_bounds}{self.load_hint}).astype({dtype})")
         elif prod(shape) == 1:
             name = self.kernel.tensor(f"a_{t.name}", f"{t.name}.reshape(1)")
             code(f"{var} = ct.broadcast_to(ct.reshape(ct.load({name}, index=(0,), shape=(1,)).astype({dtype}), "
@@ -94,10 +95,13 @@ class TileCtx:
 
 
 def input_ctx(kernel: Kernel, layout: Layout, parts: Parts) -> TileCtx:
+    from .rowwise import TUNING
+
     rank = len(layout.shape)
+    bounds = "check_bounds=False" if TUNING["unchecked_exact"] and layout.exact else "padding_mode=ct.PaddingMode.ZERO"
     return TileCtx(kernel, layout.tile, 2 if layout.kind == "row" else 3, layout.input_groups(), layout.shape,
                    list(layout.shape), {d: d for d in range(rank)}, layout.view_expr, layout.tile_index("c"),
-                   parts.inputs, load_hint=layout.load_hint)
+                   parts.inputs, load_hint=layout.load_hint, full_bounds=bounds)
 
 
 def out_dim_map(shape: list[int], reduced: list[int], keepdim: bool) -> dict[int, int]:

@@ -59,3 +59,24 @@ def test_variant_long(family, case):
         source = compile_spec(spec, LONG_ARCHES)
         result = check_emulated(spec, source, make_input=input_maker(case))
         assert result.ok, f"{case.name} (long) {spec.id}: {result.message}"
+
+
+@pytest.mark.parametrize("shape,exact", [((64, 1024), True), ((33, 1000), False)])
+def test_unchecked_exact_loads(shape, exact, monkeypatch):
+    """TUNING["unchecked_exact"] (off by default: slower on the H200): when the tiles cover the view exactly, the
+    main input loads with check_bounds=False (the emulator raises if a tile leaves the array); else it keeps its
+    zero padding. Both compute the reference's values."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    from .helpers import decompose_source
+
+    spec_src = "class Model(nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, -1)\n"
+    (spec,) = decompose_source(spec_src, f"[torch.randn{shape}]").kernels
+    assert "check_bounds" not in generate_kernel(spec).code
+    monkeypatch.setitem(TUNING, "unchecked_exact", True)
+    source = compile_spec(spec, ("sm_90",))
+    assert ("check_bounds=False" in source.code) == exact
+    assert ("padding_mode=ct.PaddingMode.ZERO" in source.code) != exact
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
