@@ -15,7 +15,6 @@ import os
 import statistics
 import sys
 import tempfile
-import textwrap
 
 import torch
 

@@ -190,7 +190,7 @@ class CaseRun:
 
 def aot_all(cases, names_filter) -> int:
     """CPU: generate and AOT-compile (sm_90) every distinct variant of every case."""
-    from tilestudio.core.kernels.aot import compile_launch, load_source, trace_launches  # noqa: F401
+    from tilestudio.core.kernels.aot import compile_launch, trace_launches
 
     bad = 0
     for case in cases:
