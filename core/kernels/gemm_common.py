@@ -46,6 +46,9 @@ TILES: dict[str, Any] = {
     # one block per SM where occupancy=2 asks for two), yet it is the faster form: H200, linear+gelu 8192^3 bf16,
     # same run: after the loop 1.625 ms, in the accumulator 1.705 ms (bench/variants_gemm.py --only linear)
     "mm_bias_in_acc": False,
+    # persistent GEMM: None, or blocks per SM of a grid that loops over the output tiles (unbatched GEMMs with more
+    # tiles than that grid); lets a block's epilogue overlap its next tile's loads. bench/variants_gemm.py "persist"
+    "mm_persistent": None,
     # convolution as an implicit GEMM (fp16/bf16; float32 halves every entry): output positions per block, output
     # channels per block, input channels per K step
     "conv_positions": 128,

@@ -31,7 +31,7 @@ from .gemm_common import (LOW_PRECISION, SideOperands, TILES, ZERO, BatchNorm, S
 
 ANCHORS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "mv", "addmv", "dot", "vdot",
            "outer", "ger"}
-NUM_SMS = 132  # H200; only used to avoid launching far fewer blocks than SMs
+NUM_SMS = 132  # H200: tiles are halved below half this many blocks; a persistent grid is a multiple of it
 MAX_GRID_Y = 65535
 
 
@@ -555,6 +555,14 @@ class _Builder(SideOperands):
         self.sig = self.signature()
         body = self.kernel_body()
         g, kid, spec = self.g, self.kid, self.spec
+        tiles = cdiv(g.M, self.tile_m) * cdiv(g.N, self.tile_n)
+        per_sm = TILES["mm_persistent"]
+        blocks = tiles
+        if per_sm and self.batch == 1 and tiles > NUM_SMS * per_sm:
+            # a grid of NUM_SMS * per_sm blocks walks the tiles: the body becomes the loop's
+            assert body[0] == "    pid = ct.bid(0)"
+            blocks = NUM_SMS * per_sm
+            body = [f"    for pid in range(ct.bid(0), {tiles}, ct.num_blocks(0)):"] + ["    " + ln for ln in body[1:]]
         outs = [f"O{i}" for i in range(len(spec.outputs))]
         params = ["A", "B"] + outs + [p for p, *_ in self.sides] + [p for p, _ in self.scalars]
         consts = ["TRANS_A", "TRANS_B", "BM", "BN", "BK", "GROUP_M"]
@@ -614,7 +622,7 @@ class _Builder(SideOperands):
             W(f"    {name} = {expr}")
             side_args.append(name)
         scalar_args = [expr for _, expr in self.scalars]
-        grid = (cdiv(g.M, self.tile_m) * cdiv(g.N, self.tile_n), max(1, self.batch), 1)
+        grid = (blocks, max(1, self.batch), 1)
         args = [la, lb] + out_args + side_args + scalar_args + [lta, ltb, str(self.tile_m), str(self.tile_n),
                                                               str(self.tile_k), str(TILES["mm_group_m"])]
         W(f"    ct.launch(torch.cuda.current_stream(), {grid}, {kid}_kernel, {tup(args)})")

@@ -229,3 +229,17 @@ def test_a_full_matrix_addend_stays_an_epilogue_add(monkeypatch):
 
     code = generate_kernel(spec).code
     assert "acc = ct.zeros((BM, BN), dtype=ct.float32)" in code and "acc = acc + side0" in code
+
+
+def test_persistent_gemm_walks_every_tile(monkeypatch):
+    """TILES["mm_persistent"] = 1: a grid of one block per SM (132) loops over the 256 output tiles of a 2048^2
+    linear+bias+gelu; compiles, and the emulator (which runs the 132 blocks) gets the reference's values."""
+    from tilestudio.core.kernels import gemm_common
+
+    monkeypatch.setitem(gemm_common.TILES, "mm_persistent", 1)
+    spec = snippet_spec(*OCCUPANCY_CASES["linear_bias_gelu"], FAMILY)
+    source = compile_spec_dedup(spec, ("sm_90",))
+    assert "    for pid in range(ct.bid(0), 256, ct.num_blocks(0)):" in source.code
+    assert "(132, 1, 1)" in source.code
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
