@@ -44,10 +44,13 @@ TILES: dict[str, Any] = {
     # a bias broadcast along M or N starts the accumulator (True) instead of being added after the K loop (False).
     # After the loop its broadcast costs 8.4 KB of shared memory per 128x128 block (116072 bytes: by shared memory
     # one block per SM where occupancy=2 asks for two), yet it is the faster form: H200, linear+gelu 8192^3 bf16,
-    # same run: after the loop 1.625 ms, in the accumulator 1.705 ms (bench/variants_gemm.py --only linear)
+    # two runs of bench/variants_gemm.py --only linear: after the loop 1.625 / 1.680 ms, in the accumulator
+    # 1.705 / 1.770 ms
     "mm_bias_in_acc": False,
     # persistent GEMM: None, or blocks per SM of a grid that loops over the output tiles (unbatched GEMMs with more
-    # tiles than that grid); lets a block's epilogue overlap its next tile's loads. bench/variants_gemm.py "persist"
+    # tiles than that grid), meant to let a block's epilogue overlap its next tile's loads. Off: a plain
+    # `for pid in range(ct.bid(0), tiles, ct.num_blocks(0))` loop is far slower on the H200 (same run, mm 8192^3
+    # bf16: 1.613 ms default, 4.237 ms at 1 block/SM, 5.428 ms at 2; linear+gelu 1.680 / 3.964 / 5.451 ms)
     "mm_persistent": None,
     # convolution as an implicit GEMM (fp16/bf16; float32 halves every entry): output positions per block, output
     # channels per block, input channels per K step
