@@ -63,6 +63,22 @@ def test_references_are_self_contained(analyses):
             assert str(value.dtype).removeprefix("torch.") == spec.dtype
 
 
+def test_child_peak_rss_is_its_own():
+    """A child's peak RSS must not inherit its parent's: ru_maxrss survives execve, so a child spawned by a large
+    process (the test runner after the emulated kernels, the GUI) reported the parent's resident set."""
+    import subprocess
+    import sys
+
+    import torch
+
+    ballast = torch.ones(150_000_000)  # ~600 MB resident in this process
+    ballast += 1
+    code = "from tilestudio.core.child import _peak_rss_mb; print(_peak_rss_mb())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    del ballast
+    assert float(out) < 300
+
+
 def test_big_model_is_analyzed_on_meta_quickly_and_cheaply():
     """The ~20 GB model goes through the real child path: well under a second of work and < 1 GB peak."""
     from tilestudio.core.analyze import analyze_file
