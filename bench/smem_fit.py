@@ -16,16 +16,15 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kernels import CASES, print_table, spec_for  # noqa: E402 - bench/kernels.py helpers
 
-SMEM_PER_SM, SMEM_RESERVED = 228 * 1024, 1024
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--family", default="matmul,conv,attention")
     parser.add_argument("--arch", default="sm_90")
     args = parser.parse_args()
     from tilestudio.core.kernels import generate_kernel
-    from tilestudio.core.kernels.aot import compile_cubin, shared_memory_bytes, trace_launches
+    from tilestudio.core.kernels.aot import (SHARED_PER_SM_SM90, SHARED_RESERVED_PER_BLOCK,
+                                             blocks_fitting_shared_memory, compile_cubin, shared_memory_bytes,
+                                             trace_launches)
 
     rows = [["case", "kernel", "occupancy hint", "smem bytes", "blocks that fit"]]
     for case in CASES:
@@ -39,13 +38,14 @@ def main() -> int:
                 deco = re.search(rf"@ct\.kernel(\([^)]*\))?\ndef {name}\(", source.code)
                 hint = re.search(r"occupancy=(\d+)", deco.group(1) or "") if deco else None
                 smem = shared_memory_bytes(compile_cubin(record, args.arch, specialize=True))
-                fits = min(32, SMEM_PER_SM // (smem + SMEM_RESERVED))  # 32: the per-SM block limit
+                fits = min(32, blocks_fitting_shared_memory(smem))  # 32: the per-SM block limit
                 flag = " <" if hint and fits < int(hint.group(1)) else ""
                 rows.append([case[1], name, hint.group(1) if hint else "-", str(smem), f"{fits}{flag}"])
         except Exception as exc:  # noqa: BLE001 - one case never stops the table
             rows.append([case[1], "-", f"ERROR {type(exc).__name__}: {str(exc)[:60]}", "", ""])
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-    print(f"# {args.arch}: {SMEM_PER_SM} bytes of shared memory per SM, {SMEM_RESERVED} reserved per block; "
+    print(f"# {args.arch}: {SHARED_PER_SM_SM90} bytes of shared memory per SM, {SHARED_RESERVED_PER_BLOCK} "
+          "reserved per block; "
           "'<' = fewer blocks fit than the hint asks for")
     print_table(rows)
     return 0

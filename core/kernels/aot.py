@@ -118,18 +118,15 @@ def _array_constraint(arg: torch.Tensor, specialize: bool):
     import cuda.tile as ct
     from cuda.tile.compilation import ArrayConstraint
 
-    if not specialize:
-        return ArrayConstraint(_ct_dtype(arg.dtype), arg.dim(), index_dtype=ct.int32, stride_lower_bound_incl=0,
-                               alias_groups=(), may_alias_internally=False)
-    per16 = max(1, 16 // arg.element_size())  # elements per 16 bytes
-    return ArrayConstraint(
-        _ct_dtype(arg.dtype), arg.dim(), index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
-        may_alias_internally=False,
-        stride_constant=tuple(1 if s == 1 else None for s in arg.stride()),
-        shape_constant=tuple(1 if d == 1 else None for d in arg.shape),
-        stride_divisible_by=tuple(per16 if s % per16 == 0 else 1 for s in arg.stride()),
-        shape_divisible_by=tuple(16 if d % 16 == 0 else 1 for d in arg.shape),
-        base_addr_divisible_by=16)
+    base = dict(index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(), may_alias_internally=False)
+    if specialize:
+        per16 = max(1, 16 // arg.element_size())  # elements per 16 bytes
+        base.update(stride_constant=tuple(1 if s == 1 else None for s in arg.stride()),
+                    shape_constant=tuple(1 if d == 1 else None for d in arg.shape),
+                    stride_divisible_by=tuple(per16 if s % per16 == 0 else 1 for s in arg.stride()),
+                    shape_divisible_by=tuple(16 if d % 16 == 0 else 1 for d in arg.shape),
+                    base_addr_divisible_by=16)
+    return ArrayConstraint(_ct_dtype(arg.dtype), arg.dim(), **base)
 
 
 def signature_for(record: LaunchRecord, specialize: bool = False):
@@ -188,3 +185,13 @@ def shared_memory_bytes(cubin: bytes) -> int:
         if name.startswith(".nv.shared."):
             total += size
     return total
+
+
+# sm_90 (H100/H200): shared memory per SM, and what the hardware reserves per resident block
+SHARED_PER_SM_SM90 = 228 * 1024
+SHARED_RESERVED_PER_BLOCK = 1024
+
+
+def blocks_fitting_shared_memory(smem: int, per_sm: int = SHARED_PER_SM_SM90) -> int:
+    """How many blocks using `smem` bytes of static shared memory fit on one SM by shared memory alone."""
+    return per_sm // (smem + SHARED_RESERVED_PER_BLOCK)

@@ -163,7 +163,7 @@ def _kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool, ho
         for g in range(gates):
             L(f"        r{g} = ct.zeros((BB, C), dtype=ct.float32)")
         if nk > 1:
-            L("        for kk in range(NK):".replace("NK", str(nk)))
+            L(f"        for kk in range({nk}):")
             for name in lhs:
                 L(f"            {name}_k = ct.extract({name}, (0, kk), shape=(BB, C))")
             ops = [f"{name}_k" for name in lhs]

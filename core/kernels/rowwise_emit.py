@@ -41,7 +41,7 @@ class TileCtx:
     # shape (group norm splits C into (G, C/G))
     side_view: object = None
     load_hint: str = ""  # ", latency=..." on full-view loads
-    full_bounds: str = "padding_mode=ct.PaddingMode.ZERO"  # or "check_bounds=False" when every tile is inside
+    unchecked: bool = False  # full-view loads with check_bounds=False (every tile lies inside the view)
 
     def load(self, value: str, code: Code, dtype: str = "ct.float32") -> str:
         key = f"{value}:{dtype}"
@@ -64,7 +64,8 @@ class TileCtx:
         if shape == list(self.target) and self.full_view is not None and prod(shape) > 1:
             name = self.kernel.tensor(f"v_{t.name}", f"v_{t.name}", f"v_{t.name} = {self.full_view(src)}")
             code(f"{var} = ct.load({name}, index={self.full_index}, shape={self.shape}, "
-                 f"{self.full_bounds}{self.load_hint}).astype({dtype})")
+                 f"{'check_bounds=False' if self.unchecked else 'padding_mode=ct.PaddingMode.ZERO'}"
+                 f"{self.load_hint}).astype({dtype})")
         elif prod(shape) == 1:
             name = self.kernel.tensor(f"a_{t.name}", f"{t.name}.reshape(1)")
             code(f"{var} = ct.broadcast_to(ct.reshape(ct.load({name}, index=(0,), shape=(1,)).astype({dtype}), "
@@ -98,10 +99,10 @@ def input_ctx(kernel: Kernel, layout: Layout, parts: Parts) -> TileCtx:
     from .rowwise import TUNING
 
     rank = len(layout.shape)
-    bounds = "check_bounds=False" if TUNING["unchecked_exact"] and layout.exact else "padding_mode=ct.PaddingMode.ZERO"
     return TileCtx(kernel, layout.tile, 2 if layout.kind == "row" else 3, layout.input_groups(), layout.shape,
                    list(layout.shape), {d: d for d in range(rank)}, layout.view_expr, layout.tile_index("c"),
-                   parts.inputs, load_hint=layout.load_hint, full_bounds=bounds)
+                   parts.inputs, load_hint=layout.load_hint,
+                   unchecked=TUNING["unchecked_exact"] and layout.exact)
 
 
 def out_dim_map(shape: list[int], reduced: list[int], keepdim: bool) -> dict[int, int]:
