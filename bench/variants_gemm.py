@@ -51,6 +51,7 @@ CASES = [
     ("linear+gelu 8192^3 bf16", _mod(f"self.l = nn.Linear(8192, 8192).to({BF})", "F.gelu(self.l(x))"),
      f"[torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
      [("default", {}),
+      ("gelu erfc constants unfolded (old)", {"erfc_folded": False}),
       ("bias in the accumulator", {"mm_bias_in_acc": True}),
       ("persistent, 1 block/SM", {"mm_persistent": 1}),
       ("persistent, 2 blocks/SM", {"mm_persistent": 2}),
@@ -99,15 +100,20 @@ CASES = [
 
 @contextlib.contextmanager
 def tiles(overrides: dict):
+    """Generate with gemm_common.TILES (or, for an epilogue's math, expr_math.MATH_TUNING) entries overridden."""
     from tilestudio.core.kernels import gemm_common
+    from tilestudio.core.kernels.expr_math import MATH_TUNING
 
-    saved = dict(gemm_common.TILES)
-    gemm_common.TILES.update(overrides)
+    tables = [gemm_common.TILES, MATH_TUNING]
+    saved = [dict(t) for t in tables]
+    for key, value in overrides.items():
+        next((t for t in tables if key in t), gemm_common.TILES)[key] = value
     try:
         yield
     finally:
-        gemm_common.TILES.clear()
-        gemm_common.TILES.update(saved)
+        for t, old in zip(tables, saved):
+            t.clear()
+            t.update(old)
 
 
 def rel_error(actual, expected) -> float:

@@ -35,10 +35,11 @@ def _shifted(inner: str, outputs: int, rows: int, cols: int) -> tuple[str, dict]
 VARIANTS = {
     "gelu bf16 64M": [
         ("IEEE div + ct.exp (old math)", {"approx_recip": False, "exp2": False}),
-        ("checked loads, block 4096", {"elementwise_unchecked_full": False}),
-        ("unchecked loads, block 4096", {}),
-        ("unchecked loads, block 8192", {"elementwise_block_elems": 8192}),
-        ("unchecked loads, block 2048", {"elementwise_block_bytes": 4096}),
+        ("erfc constants unfolded (old), block 4096", {"erfc_folded": False}),
+        ("erfc constants folded, block 4096", {}),
+        ("erfc constants folded, block 2048", {"elementwise_block_bytes": 4096}),
+        ("erfc constants unfolded, block 2048", {"erfc_folded": False, "elementwise_block_bytes": 4096}),
+        ("erfc constants folded, block 1024", {"elementwise_block_bytes": 2048}),
     ],
     "x+y bf16 64M": [
         ("checked loads, block 4096", {"elementwise_unchecked_full": False}),
@@ -56,15 +57,23 @@ VARIANTS = {
         ("unchecked loads, block 8192", {"elementwise_block_elems": 8192}),
     ],
     "max_pool2d 2x2 64x128x112x112 bf16": [
-        ("reshape 8192, -inf pad (old)", {"pool_aligned_mode": "reshape", "pool_aligned_elems": 8192,
-                                          "pool_aligned_pad": "identity"}),
-        ("reshape 16384, zero pad", {"pool_aligned_mode": "reshape", "pool_aligned_elems": 16384,
-                                     "pool_aligned_pad": "zero"}),
-        ("rows 8192, zero pad", {"pool_aligned_mode": "rows", "pool_aligned_elems": 8192, "pool_aligned_pad": "zero"}),
-        ("rows 16384, zero pad", {"pool_aligned_mode": "rows", "pool_aligned_elems": 16384,
-                                  "pool_aligned_pad": "zero"}),
-        ("rows 32768, zero pad", {"pool_aligned_mode": "rows", "pool_aligned_elems": 32768,
-                                  "pool_aligned_pad": "zero"}),
+        ("rows 32768, in-kernel reshape", {"pool_aligned_pairs": False}),
+        ("rows 32768, int32 pairs", {"pool_aligned_pairs": True}),
+        ("rows 8192, int32 pairs", {"pool_aligned_pairs": True, "pool_aligned_elems": 8192}),
+        ("rows 16384, int32 pairs", {"pool_aligned_pairs": True, "pool_aligned_elems": 16384}),
+        ("rows 65536, int32 pairs", {"pool_aligned_pairs": True, "pool_aligned_elems": 65536}),
+    ],
+    "embedding 65536x1024 bf16": [
+        ("4096 elements per tile", {}),
+        ("2048 elements per tile", {"gather_tile_elems": 2048}),
+        ("8192 elements per tile", {"gather_tile_elems": 8192}),
+        ("16384 elements per tile", {"gather_tile_elems": 16384}),
+    ],
+    "pad 1,1,1,1 64x128x112x112 fp16": [
+        ("4096 elements per tile", {}),
+        ("2048 elements per tile", {"gather_tile_elems": 2048}),
+        ("8192 elements per tile", {"gather_tile_elems": 8192}),
+        ("16384 elements per tile", {"gather_tile_elems": 16384}),
     ],
     "max_pool2d 3x3/2 64x128x112x112 fp16": [
         ("gather 2048 outs (old)", {"pool_overlap_mode": "gather", "pool_window_outputs": 2048}),

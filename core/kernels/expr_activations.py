@@ -81,9 +81,9 @@ class ActivationOps(MathExpansions):
         # 1 + erf(z) = erfc(-z): erfc(|z|) for z < 0 (no cancellation of 1 - 1 on the negative side), 2 - erfc(z)
         # otherwise. The erfc fit has ~1e-7 relative error on all of z >= 0 and 1 + erf(z) >= 1 for z >= 0, so,
         # unlike erf itself, no small-|z| series branch is needed: one exp, one reciprocal and a degree-9 poly.
-        az = self.temp(f"ct.abs({x}) * 0.7071067811865476")
-        ec = self.erfc_pos(az)
-        return f"0.5 * {x} * ct.where({x} < 0.0, {ec}, 2.0 - {ec})", "f"
+        # h = erfc(|x| / sqrt(2)) / 2 with both scales folded into the fit's constants: x * (h or 1 - h).
+        h = self.erfc_pos(self.temp(f"ct.abs({x})"), scale=0.7071067811865476, out_scale=0.5)
+        return f"{x} * ct.where({x} < 0.0, {h}, 1.0 - {h})", "f"
 
     def op_silu(self, a):
         x = self.f(a["self"])

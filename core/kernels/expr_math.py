@@ -30,8 +30,11 @@ ERFINV_TAIL = [2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.005739507
 #                 of the IEEE division sequence, where d is known to be >= 1 or +inf (sigmoid, silu, the erfc fit);
 #   exp2:         exp(x) as ct.exp2(x * log2(e), flush_to_zero=True) (one MUFU ex2 and a multiply) in those same
 #                 activations; relative error ~|x| * 2^-24 from rounding the product, i.e. < 1e-5 wherever the result
-#                 is a normal float32.
-MATH_TUNING: dict[str, bool] = {"approx_recip": True, "exp2": True}
+#                 is a normal float32;
+#   erfc_folded:  with exp2, the erfc fit's argument scale, log2(e) and any output scale are folded into its
+#                 constants at generation time (gelu: 0.5 * erfc(|x| / sqrt(2)) costs one multiply less per constant
+#                 folded); rounding moves from the product into the constants, same error bound as exp2's.
+MATH_TUNING: dict[str, bool] = {"approx_recip": True, "exp2": True, "erfc_folded": True}
 LOG2E = 1.4426950408889634
 
 # expm1(x) for |x| < 0.5: Taylor series to x^9 (error < 1e-9).
@@ -80,11 +83,21 @@ class MathExpansions(EmitterBase):
         """1 / (1 + exp(-x)): exp overflows to +inf for x < -88 and the reciprocal gives the exact 0."""
         return fast_recip(f"1.0 + {fast_exp(f'-{x}')}")
 
-    def erfc_pos(self, az: str) -> str:
-        """erfc(az) for az >= 0 (a temp)."""
+    def erfc_pos(self, az: str, scale: float = 1.0, out_scale: float = 1.0) -> str:
+        """out_scale * erfc(scale * az) for az >= 0 (a temp). Folded (MATH_TUNING): t = 1 / (1 + scale/2 * az),
+        out_scale * t * 2^(Q'(t) - log2(e) scale^2 az^2) with Q' = log2(e) Q + log2(out_scale): one FMA per
+        folded constant fewer than scaling az, multiplying by log2(e) and scaling the result at run time."""
+        if MATH_TUNING["exp2"] and MATH_TUNING["erfc_folded"]:
+            t = self.temp(fast_recip(f"1.0 + {float_literal(0.5 * scale)} * {az}"))
+            q = horner([ERFC_Q[0] * LOG2E + math.log2(out_scale)] + [c * LOG2E for c in ERFC_Q[1:]], t)
+            return self.temp(f"{t} * ct.exp2({q} - {az} * ({az} * {float_literal(LOG2E * scale * scale)}), "
+                             f"flush_to_zero=True)")
+        if scale != 1.0:
+            az = self.temp(f"{az} * {float_literal(scale)}")
         t = self.temp(fast_recip(f"1.0 + 0.5 * {az}"))
         q = horner(ERFC_Q, t)
-        return self.temp(f"{t} * {fast_exp(f'{q} - {az} * {az}')}")
+        ec = f"{t} * {fast_exp(f'{q} - {az} * {az}')}"
+        return self.temp(ec if out_scale == 1.0 else f"({ec}) * {float_literal(out_scale)}")
 
     def erf_parts(self, z: str) -> tuple[str, str, str]:
         """(|z|, erfc(|z|), erf(z) by the small-|z| series) as temps: erf and erfc pick between them."""

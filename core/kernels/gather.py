@@ -25,9 +25,9 @@ from typing import Any
 from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
-from .indexing import (SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise, flat_index,
-                       guarded, input_args, input_for, is_ref, module, out_param, output_vars, prod, ret_outputs, tup,
-                       wrapper_head)
+from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
+                       flat_index, guarded, input_args, input_for, is_ref, module, out_param, output_vars, prod,
+                       ret_outputs, tup, wrapper_head)
 
 I = "    "
 
@@ -424,7 +424,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     k = len(out_shape)
     R, L = prod(out_shape[:-1]), out_shape[-1]
     BL = pow2_at_least(L, 1, 1024)
-    BR = pow2_at_least(R, 1, max(1, 4096 // BL))
+    BR = pow2_at_least(R, 1, max(1, int(MEMORY_TUNING["gather_tile_elems"]) // BL))
     nlb = -(-L // BL)
     lines = [f"@ct.kernel",
              f"def {kid}_kernel({', '.join(input_args(spec) + [out_param(o) for o in spec.outputs])}, "

@@ -45,6 +45,11 @@ MEMORY_TUNING: dict[str, Any] = {
     # output, which is never stored), so their loads may pad with zeros ("zero", TMA's own fill) instead of the
     # reduction identity ("identity": -inf for max, which the hardware fill cannot produce)
     "pool_aligned_pad": "zero",
+    # "rows" layout, 16-bit input, innermost windows exact pairs: read the pairs as int32 and split them with
+    # bit operations instead of reshaping the row tile (pool_paths._pair_view). Specialized sm_90 SASS of
+    # max_pool2d(2) 64x128x112x112 bf16: no shared memory and no shuffles (the reshape: 91 KB, 256 SHFL, 200 STS
+    # per thread), but plain LDGs instead of TMA
+    "pool_aligned_pairs": False,
     # pool, general windows (max_pool2d(3, 2, 1), ...): gathered outputs per block and output positions per row
     "pool_window_outputs": 2048,
     # pool, overlapping windows at a power-of-two stride dividing the input (max_pool2d(3, 2, 1) on even sizes):
@@ -82,6 +87,8 @@ MEMORY_TUNING: dict[str, Any] = {
     # 256 x 8192 0.085 ms, 512 x 8192 0.118 ms (eager 0.073)
     "pool_global_cols": 256,
     "pool_global_elems": 8192,
+    # gather family (embedding, pad, index, ...): output elements per (BR rows x BL <= 1024 columns) tile
+    "gather_tile_elems": 4096,
 }
 
 

@@ -392,7 +392,8 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
     _block_pids(lines, nb, "pid_m", first=1)
     split_tile = ["BM", str(K[0])] + [v for i in range(1, nd) for v in (f"BO{i}", str(K[i]))]
     split_index = ["pid_m", "0"] + [v for i in range(1, nd) for v in (f"pid_{i}", "0")]
-    if inner_merged:
+    pairs = inner_merged and _pair_view(pool)
+    if inner_merged and not pairs:
         tile = tup(split_tile[:-2] + [f"BO{nd - 1} * {K[-1]}"])
         index = tup(split_index[:-2] + [f"pid_{nd - 1}"])
     else:
@@ -400,14 +401,19 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
     out_tile = tup(["BM"] + [f"BO{i}" for i in range(1, nd)])
     out_index = tup(["pid_m"] + [f"pid_{i}" for i in range(1, nd)])
     axes = tup([1 + 2 * i for i in range(nd)])
-    pad = _aligned_padding(is_max, exact=True)
-    lines.append(f"{I}t = ct.load({x}, index={index}, shape={tile}, padding_mode={pad}).astype(ct.float32)")
     divide = "" if is_max else f" / {float(pool.divisor or prod(K))!r}"
-    if inner_merged:  # reduce the outer window axes first, then split the (smaller) row tile's last axis
-        lines.append(f"{I}t = {_reduce(is_max, 't', tup([1 + 2 * i for i in range(nd - 1)]))}")
-        lines.append(f"{I}acc = {_reduce(is_max, f'ct.reshape(t, {out_tile[:-1]}, {K[-1]}))', nd)}{divide}")
+    if pairs:
+        _pair_loads(lines, pool, x, nd, is_max, out_tile)
+        if divide:
+            lines.append(f"{I}acc = acc{divide}")
     else:
-        lines.append(f"{I}acc = {_reduce(is_max, 't', axes)}{divide}")
+        pad = _aligned_padding(is_max, exact=True)
+        lines.append(f"{I}t = ct.load({x}, index={index}, shape={tile}, padding_mode={pad}).astype(ct.float32)")
+        if inner_merged:  # reduce the outer window axes first, then split the (smaller) row tile's last axis
+            lines.append(f"{I}t = {_reduce(is_max, 't', tup([1 + 2 * i for i in range(nd - 1)]))}")
+            lines.append(f"{I}acc = {_reduce(is_max, f'ct.reshape(t, {out_tile[:-1]}, {K[-1]}))', nd)}{divide}")
+        else:
+            lines.append(f"{I}acc = {_reduce(is_max, 't', axes)}{divide}")
     env: dict[str, str] = {rec.node: "acc"}
     if epilogue:
         lines += [f"{I}mm = {_arange_along('pid_m * BM', 'BM', 0, nd)}", f"{I}rr = mm // {O[0]}",
@@ -421,9 +427,44 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
         view = view[:-2] + [O[-1] * K[-1]]
     views = [f".reshape({', '.join(map(str, [R] + In))})"] + _floor_crop(O, K, In)
     views.append(f".view({', '.join(map(str, view))})")
+    if pairs:
+        views.append(".view(torch.int32)")
+    how = "16-bit pairs read as int32" if pairs else ("row" if inner_merged else "split-view")
     return _launch_module(spec, pool, lines, views, [M] + O[1:], cdiv(M, BM) * prod(nb), [BM] + BO,
                           f"{rec.op}: non-overlapping {K} windows; input viewed as {view}, tile {BM} x {BO} outputs "
-                          f"from {'row' if inner_merged else 'split-view'} tile loads")
+                          f"from {how} tile loads")
+
+
+def _pair_view(pool: PoolOp) -> bool:
+    """A 16-bit input whose innermost windows are exact pairs (k = 2 = s, even width) is read as int32, one window
+    row per lane, and split into its halves in registers (MEMORY_TUNING["pool_aligned_pairs"]): no in-kernel
+    reshape of the (.., O, 2) axis, which the compiler lowers through shared-memory shuffles."""
+    return (bool(MEMORY_TUNING["pool_aligned_pairs"]) and pool.k[-1] == 2 and pool.insp[-1] == 2 * pool.outsp[-1]
+            and pool.x.dtype in ("float16", "bfloat16"))
+
+
+def _pair_loads(lines: list[str], pool: PoolOp, x: str, nd: int, is_max: bool, out_tile: str) -> None:
+    """acc = the pooled (BM, BO1, ...) tile from one (BM, 1, BO1, 1, ..., BO_last) int32 load per offset of the
+    outer window dims (4 loads for 2x2x2): every reduction is then between registers of one thread."""
+    offsets = [()]
+    for k in pool.k[:-1]:
+        offsets = [o + (j,) for o in offsets for j in range(k)]
+    shape = tup(["BM", "1"] + [v for i in range(1, nd) for v in (f"BO{i}", "1")][:-1])
+    for n, off in enumerate(offsets):
+        index = ["pid_m", str(off[0])] + [v for i in range(1, nd) for v in (f"pid_{i}", str((off + (0,))[i]))][:-1]
+        lines.append(f"{I}v = ct.reshape(ct.load({x}, index={tup(index)}, shape={shape}, "
+                     f"padding_mode=ct.PaddingMode.ZERO), {out_tile})")
+        lo, hi = _pair_halves(pool.x.dtype, "v")
+        pair = _combine(is_max, lo, hi)
+        lines.append(f"{I}acc = {pair if n == 0 else _combine(is_max, 'acc', pair)}")
+
+
+def _pair_halves(dtype: str, v: str) -> tuple[str, str]:
+    """The float32 values of the low (first) and high (second) 16-bit halves of int32 tile `v`."""
+    if dtype == "bfloat16":  # a bfloat16 is the top half of the float32 with the same value
+        return f"ct.bitcast({v} << 16, ct.float32)", f"ct.bitcast({v} & -65536, ct.float32)"
+    return (f"ct.bitcast({v}.astype(ct.int16), ct.float16).astype(ct.float32)",
+            f"ct.bitcast(({v} >> 16).astype(ct.int16), ct.float16).astype(ct.float32)")
 
 
 # ---- shifted path: overlapping windows from shifted tile loads -------------------------------------------------

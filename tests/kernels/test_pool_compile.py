@@ -41,6 +41,9 @@ CASES = {
     "aligned_avg1d_k4": (forward("F.avg_pool1d(x, 4)"), "[torch.randn(3, 5, 70)]"),
     "aligned_max3d_gelu": (forward("F.gelu(F.max_pool3d(x, 2))"), "[torch.randn(2, 3, 6, 9, 10)]"),
     "aligned_max2d_large": (forward("F.max_pool2d(x, 2)"), "[torch.randn(2, 16, 64, 130).to(torch.bfloat16)]"),
+    "aligned_avg2d_fp16_pairs": (forward("F.avg_pool2d(x, 2) * 2.0"), "[torch.randn(2, 5, 12, 70).half()]"),
+    "aligned_max3d_bf16_pairs": (forward("F.relu(F.max_pool3d(x, 2))"),
+                                 "[torch.randn(2, 3, 6, 8, 18).to(torch.bfloat16)]"),
     "avg2d_ceil_exclude_pad": (forward("F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)"),
                                "[torch.randn(2, 3, 16, 21)]"),
     "avg2d_ceil_include_pad": (forward("F.avg_pool2d(x, 3, 2, 1, ceil_mode=True)"), "[torch.randn(2, 3, 16, 21)]"),
@@ -143,6 +146,7 @@ def test_aligned_pool_layouts(name, mode, monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_aligned_mode", mode)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_aligned_pairs", False)
     spec = snippet_spec(*CASES[name], FAMILY)
     source = compile_spec(spec, ("sm_90",))
     kernel = source.code.split("def launch_")[0]
@@ -168,3 +172,46 @@ def test_global_pool_tile_table(cols, elems, monkeypatch):
         spec = snippet_spec(*CASES[name], FAMILY)
         result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs())
         assert result.ok, result.message
+
+
+@pytest.mark.parametrize("name", ["aligned_max2d_large", "aligned_avg2d_fp16_pairs", "aligned_max3d_bf16_pairs"])
+def test_aligned_pool_reads_16bit_pairs_as_int32(name, monkeypatch):
+    """16-bit inputs whose innermost windows are exact pairs load int32 words and split them with bit operations:
+    one load per outer window offset, no in-kernel reshape; contiguous and strided inputs match."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_aligned_pairs", True)
+    spec = snippet_spec(*CASES[name], FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    kernel = source.code.split("def launch_")[0]
+    assert "ct.bitcast(" in kernel and "ct.reshape(t, " not in kernel
+    assert kernel.count("ct.load(") == (4 if "3d" in name else 2)
+    assert ".view(torch.int32)" in source.code
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
+        assert result.ok, result.message
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_pair_pool_is_exact_and_propagates_nan(dtype, monkeypatch):
+    """Max pooling of 16-bit pairs is bit-exact (no rounding anywhere) and a NaN in either half of a pair, or in
+    either window row, reaches its output."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_aligned_pairs", True)
+    spec = snippet_spec(forward("F.max_pool2d(x, 2)"), f"[torch.randn(2, 3, 10, 36).to(torch.{dtype})]", FAMILY)
+    source = generate_kernel(spec)
+    assert "ct.bitcast(" in source.code
+    x = torch.randn(2, 3, 10, 36, generator=torch.Generator().manual_seed(5)).to(getattr(torch, dtype)) * 100
+    x[0, 0, 0, 0] = x[0, 1, 3, 5] = x[1, 2, 9, 35] = float("nan")
+    x[1, 0, 4, 7] = float("-inf")
+    x[1, 1, 2, 2:4] = -0.0
+    with emulation():
+        out = load_emulated(source)[source.launch_name](x)
+    torch.testing.assert_close(out, F.max_pool2d(x, 2), rtol=0, atol=0, equal_nan=True)
+    assert int(out.isnan().sum()) == 3

@@ -22,6 +22,8 @@ VARIANTS = {
     "max1d_ceil_indices": ("F.max_pool1d(x, 4, 3, 1, ceil_mode=True, return_indices=True)",
                            [(3, 4, 29), (8, 64, 1000), (1, 1, 5)], None),
     "max3d_k2_aligned": ("F.max_pool3d(x, 2)", [(2, 5, 7, 11, 13), (2, 16, 16, 32, 33), (1, 3, 4, 4, 5)], None),
+    "max3d_k2_even": ("F.max_pool3d(x, 2)", [(2, 5, 6, 10, 14), (2, 16, 16, 32, 64), (1, 3, 4, 4, 2)], None),
+    "avg2d_k2_relu": ("F.relu(F.avg_pool2d(x, 2))", [(2, 3, 24, 22), (8, 64, 112, 112), (1, 2, 2, 1000)], None),
     "max3d_k3s2p1": ("F.max_pool3d(x, 3, 2, 1)", [(2, 3, 7, 8, 9), (2, 8, 16, 17, 18), (1, 2, 3, 3, 3)], None),
     "avg2d_exclude_pad_ceil": ("F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)",
                                [(2, 3, 16, 21), (4, 32, 56, 57), (1, 1, 5, 300)], None),
@@ -51,7 +53,7 @@ VARIANTS = {
     "avg2d_gelu": ("F.gelu(F.avg_pool2d(x, 3, 2, 1))", [(2, 6, 14, 10), (8, 64, 56, 57), (1, 3, 3, 3)], None),
 }
 CORE = {"max2d_k3s2p1", "max2d_k2_aligned", "max2d_indices", "avg2d_exclude_pad_ceil", "adaptive_avg2d",
-        "adaptive_avg2d_global", "max2d_relu_scale_bias"}
+        "adaptive_avg2d_global", "max2d_relu_scale_bias", "max3d_k2_even", "avg2d_k2_relu"}
 CASES = gpu_cases({name: v[1] for name, v in VARIANTS.items()}, CORE)
 
 
