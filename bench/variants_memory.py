@@ -22,7 +22,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import CASES, _index_inputs, median_ms, print_table, spec_for  # noqa: E402 - bench/kernels.py helpers
+from kernels import CASES, _index_inputs, copy_ms, median_ms, print_table, spec_for  # noqa: E402 - bench/kernels.py helpers
 
 def _shifted(inner: str, outputs: int, rows: int, cols: int) -> tuple[str, dict]:
     """A shifted-path max_pool variant: `outputs` per block as (channels x rows x cols) output tiles."""
@@ -58,10 +58,9 @@ VARIANTS = {
     ],
     "max_pool2d 2x2 64x128x112x112 bf16": [
         ("rows 32768, in-kernel reshape", {"pool_aligned_pairs": False}),
-        ("rows 32768, int32 pairs", {"pool_aligned_pairs": True}),
-        ("rows 8192, int32 pairs", {"pool_aligned_pairs": True, "pool_aligned_elems": 8192}),
-        ("rows 16384, int32 pairs", {"pool_aligned_pairs": True, "pool_aligned_elems": 16384}),
-        ("rows 65536, int32 pairs", {"pool_aligned_pairs": True, "pool_aligned_elems": 65536}),
+        ("int32 pairs 8192", {"pool_aligned_pairs": True, "pool_pairs_elems": 8192}),
+        ("int32 pairs 16384", {"pool_aligned_pairs": True, "pool_pairs_elems": 16384}),
+        ("int32 pairs 32768", {"pool_aligned_pairs": True, "pool_pairs_elems": 32768}),
     ],
     "embedding 65536x1024 bf16": [
         ("4096 elements per tile", {}),
@@ -123,14 +122,6 @@ VARIANTS = {
         ("4096 x 1 row", {"ce_cols": 4096, "ce_tile_elems": 4096}),
     ],
 }
-
-
-def copy_ms(nbytes: int) -> float:
-    """A device copy moving the same bytes (half read, half written)."""
-    n = max(1, nbytes // 2)
-    src = torch.randint(1, 255, (n,), dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    return median_ms(lambda a: dst.copy_(a), [(src,)])
 
 
 def _tables() -> list[dict]:

@@ -60,6 +60,7 @@ VARIANTS = {
     "unchecked": {"unchecked_exact": True},
     "nopersist": {"persistent": False},
     "occ1": {"occupancy": 1},
+    "occ3": {"occupancy": 3},
     "occ4": {"occupancy": 4},
     "nohints": {"load_latency": None, "store_tma": None},
     "tmastore": {"store_tma": None},
@@ -127,15 +128,6 @@ def all_cases():
     return [by_label[label] for label in CASE_LABELS + [c[1] for c in EXTRA_CASES]]
 
 
-def copy_ms(nbytes: int) -> float:
-    import torch
-
-    n = max(1, nbytes // 2 // 4)  # read n*4 + write n*4 = nbytes
-    x = torch.randn(n, device="cuda")
-    y = torch.empty_like(x)
-    return bk.median_ms(lambda a: y.copy_(a), [(x,)])
-
-
 class CaseRun:
     """One case on the GPU: its spec, three input sets, eager and copy times, and the variants timed so far."""
 
@@ -155,7 +147,7 @@ class CaseRun:
         out_bytes = sum(o.numel() * o.element_size() for o in (res if isinstance(res, tuple) else (res,)))
         in_bytes = sum(t.numel() * t.element_size() for t in self.ins[0] if isinstance(t, torch.Tensor))
         self.nbytes = in_bytes + out_bytes
-        self.copy = copy_ms(self.nbytes)
+        self.copy = bk.copy_ms(self.nbytes)
         self.results: dict[str, object] = {}
         self.seen: dict[str, str] = {}
 

@@ -384,7 +384,9 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
     nd = pool.nd
     R, K, O, In = pool.rows, pool.k, pool.outsp, pool.insp
     M = R * O[0]
-    BM, BO = _aligned_tiles(K[1:], O[1:], M, max(1, int(MEMORY_TUNING["pool_aligned_elems"]) // K[0]))
+    pairs = inner_merged and _pair_view(pool)
+    budget = int(MEMORY_TUNING["pool_pairs_elems" if pairs else "pool_aligned_elems"])
+    BM, BO = _aligned_tiles(K[1:], O[1:], M, max(1, budget // K[0]))
     nb = [cdiv(o, b) for o, b in zip(O[1:], BO)]
     is_max = pool.kind == "max"
     x = array_param(pool.x)
@@ -392,7 +394,6 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
     _block_pids(lines, nb, "pid_m", first=1)
     split_tile = ["BM", str(K[0])] + [v for i in range(1, nd) for v in (f"BO{i}", str(K[i]))]
     split_index = ["pid_m", "0"] + [v for i in range(1, nd) for v in (f"pid_{i}", "0")]
-    pairs = inner_merged and _pair_view(pool)
     if inner_merged and not pairs:
         tile = tup(split_tile[:-2] + [f"BO{nd - 1} * {K[-1]}"])
         index = tup(split_index[:-2] + [f"pid_{nd - 1}"])

@@ -540,8 +540,8 @@ class _Gen:
         spec, L, red = self.spec, self.L, self.red
         kid = spec.id
         main = Kernel(f"{kid}_kernel")
-        if L.persistent and TUNING["occupancy"] > 1:
-            main.options["occupancy"] = int(TUNING["occupancy"])
+        if L.persistent and L.occupancy > 1:
+            main.options["occupancy"] = L.occupancy
         full_views = self.full_out_views(main)
         states = self.emit_input_pass(main, full_views)
         k = main.body

@@ -44,6 +44,11 @@ TUNING = {
     # tile's load while the current one is reduced
     "persistent": True,
     "occupancy": 2,  # @ct.kernel(occupancy=...) of persistent kernels; their grid is NUM_SM * occupancy
+    # persistent kernels whose tile stacks at least 8 short rows (row length <= 1024): occupancy 4. H200, two runs
+    # each (bench/variants_rowwise.py --variants default,occ4): softmax 16384x1000 bf16 0.048 -> 0.045 and
+    # 0.065 -> 0.045 ms, mean(2,3) 128x512x28x28 fp16 0.060 -> 0.048 and 0.060 -> 0.058; one-row tiles lose
+    # (layer_norm 8192^2 fp32 0.212 -> 0.338, argmax(-1) 8192^2 0.057 -> 0.092, log_softmax 8192x4096 0.058 -> 0.074)
+    "occupancy_stacked": 4,
     "load_latency": 10,  # latency hint (1..10, None: none) on loads of the main input: deeper prefetch
     "store_tma": False,  # allow_tma on stores of row tiles (None: compiler default); plain stores were faster
     # full-view loads of the main input (and same-shape inputs) with check_bounds=False when the tiles cover the
@@ -136,6 +141,7 @@ class Layout:
     BI: int = 1
     persistent: bool = False  # row layout: a grid of `cap` blocks loops over the row tiles
     cap: int = 0
+    occupancy: int = 1  # persistent: the @ct.kernel occupancy hint (cap = NUM_SM * occupancy)
     hints: bool = False  # emit the TUNING load/store hints on main-input loads and row-tile stores
     long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
 
@@ -147,10 +153,10 @@ class Layout:
         if self.nch * passes > TUNING["persist_max_chunks"]:
             self.long_loops = True
             return self
-        occ = int(TUNING["occupancy"])
+        occ = int(TUNING["occupancy_stacked" if self.BO >= 8 and self.R <= 1024 else "occupancy"])
         cap = NUM_SM * max(1, occ)
         if TUNING["persistent"] and self.kind in ("row", "group") and self.blocks() > cap:
-            self.persistent, self.cap = True, cap
+            self.persistent, self.cap, self.occupancy = True, cap, max(1, occ)
             if kernel is not None and occ > 1:
                 kernel.options["occupancy"] = occ
         return self
