@@ -518,6 +518,35 @@ def _pow2(n: int) -> int:
     return p
 
 
+def _channel_split(shape: list[int], parts, per_row: bool, params: set[str]) -> int:
+    """How many rows each channel row of (N, C, *S) becomes (TUNING["bn_split_rows"]): HW over its largest
+    power-of-two divisor when that divisor is 16..HW/2 and every tensor input but the norm's `params` is either
+    the full shape or constant over the spatial dims (both re-view onto the split shape); else 1."""
+    hw = prod(shape[2:])
+    p2 = hw & -hw
+    if not (TUNING["bn_split_rows"] and per_row and 16 <= p2 < hw):
+        return 1
+    for t in parts.inputs.values():
+        if t.role == "scalar" or t.graph_value == parts.main or t.name in params:
+            continue
+        s = [1] * (len(shape) - len(t.shape)) + list(t.shape)
+        if len(s) != len(shape) or (s[2:] != list(shape[2:]) and any(v != 1 for v in s[2:])):
+            return 1
+    return hw // p2
+
+
+def _split_side_view(shape: list[int], view: list[int]):
+    """Side inputs broadcast against (N, C, *S) re-viewed against (N, C, split, HW / split)."""
+    rank = len(shape)
+
+    def side(t: TensorSpec):
+        s = [1] * (rank - len(t.shape)) + list(t.shape)
+        new = s[:2] + (view[2:] if s[2:] == list(shape[2:]) else [1, 1])
+        return f"{t.name}.reshape{tuple(new)}", new
+
+    return side
+
+
 class _ChannelAffine:
     """y = (x - running_mean[c]) * rsqrt(running_var[c] + eps) * weight[c] + bias[c] over (N, C, *S)."""
 
@@ -530,11 +559,18 @@ class _ChannelAffine:
         # one channel per row when rows are long enough, else channels along the columns
         self.per_row = self.HW >= 32
         reduced = list(range(2, len(shape))) if self.per_row else list(range(1, len(shape)))
-        L = make_layout(shape, reduced)  # trailing dims: always the row layout
+        # a channel row whose length is not a power of two is cut into `split` rows of its largest power-of-two
+        # divisor (3136 = 49 x 64): tiles of whole sub-rows are contiguous runs with no padded lanes
+        params = {t.name for t in (w, b, mean, var) if t is not None}
+        self.split, side_view, view = _channel_split(shape, parts, self.per_row, params), None, shape
+        if self.split > 1:
+            view = list(shape[:2]) + [self.split, self.HW // self.split]
+            reduced, side_view = [3], _split_side_view(shape, view)
+        L = make_layout(view, reduced)  # trailing dims: always the row layout
         choose_tiles(L, 4096, max_br=_column_block(L.R), min_tile=256)
         L.hints = True
         self.L = L
-        self.gen = SameShapeGen(spec, parts, L)
+        self.gen = SameShapeGen(spec, parts, L, out_shape=shape, side_view=side_view)
         self.k = self.gen.kernel.body
 
     def channel_param(self, t: TensorSpec | None, default: str) -> str:
@@ -543,7 +579,7 @@ class _ChannelAffine:
         kern, k = self.gen.kernel, self.k
         name = kern.tensor(f"a_{t.name}", t.name)
         if self.per_row:
-            idx = f"rows % {self.C}"
+            idx = f"rows % {self.C}" if self.split == 1 else f"(rows // {self.split}) % {self.C}"
         else:
             idx = "cols" if self.HW == 1 else f"(cols // {self.HW})"
         var = f"p_{t.name}"

@@ -89,6 +89,9 @@ TUNING = {
     # 8192x4096 fp16 0.074 -> 0.068, softmax 16384x1000 bf16 0.056 -> 0.060 (noise level)
     "softmax_exp2": True,
     "lane_norm": False,
+    # eval batch norm: channel rows of non-power-of-two length cut into rows of its largest power-of-two divisor
+    # (norm._channel_split)
+    "bn_split_rows": True,
     # latency hint on main-input loads of kernels with long chunk loops (None: none; the hint on persistent
     # multi-chunk kernels made tileiras take 10 minutes, so it is off by default)
     "long_latency": None,
