@@ -84,7 +84,8 @@ VARIANTS = {
     # (N*G, C/G, HW) chunked over HW in two passes (8x512 or 8x1024 chunks) instead of the whole group in one
     # (8, 4096) tile (default; AOT sm_90: one tile 12 s / 1.9 MB cubin, 8x512 1.6 s, 8x1024 3.2 s, flat 2.5 s)
     "gnflat": {"group_channel_rows": False},
-    "bnnosplit": {"bn_split_rows": False},  # eval batch norm: whole (N*C, HW) channel rows (the previous layout)
+    "bnsplit": {"bn_split_rows": True},  # eval batch norm: channel rows cut at their largest power-of-two divisor
+    "bnhints": {"bn_hints": True},  # eval batch norm with the load latency / store hints (the previous default)
     "gn8k": {"group_max_single": 8192},
     "gnchunk8k": {"group_max_single": 8192, "group_chunk": 8192},
     # long rows: per-chunk tile sums of exp (the previous online softmax) instead of lane-wise sums; a load
@@ -110,7 +111,7 @@ def variants_for(label: str, family: str) -> list[str]:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
             ["lanesum", "single32k"] if "32768" in label else [])
     if "batch_norm" in label:
-        names += ["bnnosplit"]
+        names += ["bnsplit", "bnhints"]
     if "inner dim" in label:
         names += ["col32", "col128"]
     if family == "reduction":

@@ -24,7 +24,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_batch_norm_channel_rows_split(name):
+def test_batch_norm_channel_rows_split(name, monkeypatch):
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    monkeypatch.setitem(TUNING, "bn_split_rows", True)
     expr, args, shape, dt, extra, split = CASES[name]
     body = BN.format(c=shape[1], dt=dt, args=args, expr=expr)
     spec = snippet_spec(body, f"[torch.randn{shape}{dt}{extra}]", "norm")
