@@ -27,7 +27,7 @@ from kernels import CASES, _index_inputs, copy_ms, median_ms, print_table, spec_
 def _shifted(inner: str, outputs: int, rows: int, cols: int) -> tuple[str, dict]:
     """A shifted-path max_pool variant: `outputs` per block as (channels x rows x cols) output tiles."""
     return (f"{inner} {outputs}: {outputs // (rows * cols)} rows x {rows}x{cols}",
-            {"pool_overlap_mode": "shifted", "pool_overlap_inner": inner, "pool_overlap_outputs": outputs,
+            {"pool_pair_windows": False, "pool_overlap_mode": "shifted", "pool_overlap_inner": inner, "pool_overlap_outputs": outputs,
              "pool_overlap_rows": rows, "pool_overlap_cols": cols})
 
 
@@ -75,13 +75,13 @@ VARIANTS = {
         ("16384 elements per tile", {"gather_tile_elems": 16384}),
     ],
     "max_pool2d 3x3/2 64x128x112x112 fp16": [
-        ("gather 2048 outs (old)", {"pool_overlap_mode": "gather", "pool_window_outputs": 2048}),
+        ("gather 2048 outs (old)", {"pool_pair_windows": False, "pool_overlap_mode": "gather",
+                                    "pool_window_outputs": 2048}),
+        ("int32 pairs, 1024 outs", {"pool_pair_windows": True, "pool_pair_window_outputs": 1024}),
+        ("int32 pairs, 2048 outs", {"pool_pair_windows": True, "pool_pair_window_outputs": 2048}),
+        ("int32 pairs, 4096 outs", {"pool_pair_windows": True, "pool_pair_window_outputs": 4096}),
         _shifted("split", 1024, 8, 16),
-        _shifted("split", 2048, 8, 16),
         _shifted("merged", 1024, 8, 16),
-        _shifted("merged", 2048, 8, 16),
-        _shifted("merged", 1024, 4, 32),
-        _shifted("merged", 2048, 8, 32),
     ],
     "adaptive_avg_pool2d(1) 128x512x28x28 fp32": [
         ("256 cols x 4096", {"pool_global_cols": 256, "pool_global_elems": 4096}),

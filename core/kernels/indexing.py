@@ -52,6 +52,10 @@ MEMORY_TUNING: dict[str, Any] = {
     # 8192 0.123, 16384 0.120, 32768 0.133, 65536 0.144
     "pool_aligned_pairs": True,
     "pool_pairs_elems": 16384,  # input elements per block of the pair view
+    # max_pool(3, 2, 1) of 16-bit inputs over an even last dim: int32 pairs with shifted dense-slice loads
+    # (pool_pairs.py) instead of per-window-element gathers; outputs per block
+    "pool_pair_windows": True,
+    "pool_pair_window_outputs": 2048,
     # pool, general windows (max_pool2d(3, 2, 1), ...): gathered outputs per block and output positions per row
     "pool_window_outputs": 2048,
     # pool, overlapping windows at a power-of-two stride dividing the input (max_pool2d(3, 2, 1) on even sizes):

@@ -31,6 +31,7 @@ from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, Unsupported
 from .expr import bind_args
 from .indexing import MEMORY_TUNING, guarded, input_for, prod, tuple_items
+from .pool_pairs import generate_pair_windows, pair_windows_fit
 from .pool_paths import generate_aligned, generate_global, generate_shifted, generate_windowed, shift_groups
 
 FLAT_LIMIT = 2 ** 31  # inputs with fewer elements are gathered through a flat view with int32 offsets
@@ -174,6 +175,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         return generate_global(spec, anchor, pool, epilogue)
     if pool.is_aligned:
         return generate_aligned(spec, anchor, pool, epilogue)
+    if pair_windows_fit(pool):
+        return generate_pair_windows(spec, anchor, pool, epilogue)
     if pool.is_shiftable and MEMORY_TUNING["pool_overlap_mode"] == "shifted":
         return generate_shifted(spec, anchor, pool, epilogue)
     return generate_windowed(spec, anchor, pool, epilogue, flat_x=prod(pool.x.shape) < FLAT_LIMIT)

@@ -215,3 +215,55 @@ def test_pair_pool_is_exact_and_propagates_nan(dtype, monkeypatch):
         out = load_emulated(source)[source.launch_name](x)
     torch.testing.assert_close(out, F.max_pool2d(x, 2), rtol=0, atol=0, equal_nan=True)
     assert int(out.isnan().sum()) == 3
+
+
+PAIR_WINDOW_CASES = {
+    "pairs_k3s2p1_even_fp16": (forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(2, 5, 18, 22).half()]"),
+    "pairs_k3s2p1_odd_rows_bf16": (forward("F.max_pool2d(x, 3, 2, 1)"),
+                                   "[torch.randn(3, 4, 17, 40).to(torch.bfloat16)]"),
+    "pairs_epilogue_bias_bf16": (forward("F.relu(F.max_pool2d(x, 3, 2, 1)) * 0.5 + b", "x, b"),
+                                 "[torch.randn(2, 6, 14, 20).to(torch.bfloat16), "
+                                 "torch.randn(6, 1, 1).to(torch.bfloat16)]"),
+    "pairs_1d_fp16": (forward("F.max_pool1d(x, 3, 2, 1)"), "[torch.randn(3, 4, 140).half()]"),
+    "pairs_rows_k5s3p2_bf16": (forward("F.max_pool2d(x, (5, 3), (3, 2), (2, 1))"),
+                               "[torch.randn(2, 3, 19, 24).to(torch.bfloat16)]"),
+    "pairs_wide_fp16": (forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(1, 2, 6, 1100).half()]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIR_WINDOW_CASES))
+def test_max_pool_3_2_1_reads_16bit_pairs(name):
+    """max_pool(3, 2, 1) over an even last dim of a 16-bit input: int32 pair loads at element offsets (the left
+    neighbour pair through a shifted dense slice), no per-element gathers; contiguous and strided inputs match."""
+    spec = snippet_spec(*PAIR_WINDOW_CASES[name], FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    kernel = source.code.split("def launch_")[0]
+    assert "ct.load_advanced_indexing(" in kernel and "ct.gather(" not in kernel.split("acc = ")[-1].split("\n")[0]
+    assert "ct.gather(a_x" not in kernel and ".view(torch.int32)" in source.code
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
+        assert result.ok, result.message
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_pair_window_pool_is_exact_at_the_borders(dtype):
+    """Bit-exact against PyTorch with NaN and -inf at the padded borders (first/last rows and columns), where the
+    clamped window rows and the masked left pair of column 0 matter."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(forward("F.max_pool2d(x, 3, 2, 1)"), f"[torch.randn(2, 3, 11, 20).to(torch.{dtype})]",
+                        FAMILY)
+    source = generate_kernel(spec)
+    assert "load_advanced_indexing" in source.code
+    x = torch.randn(2, 3, 11, 20, generator=torch.Generator().manual_seed(7)).to(getattr(torch, dtype)) * 50
+    x[0, 0, 0, 0] = x[0, 1, 10, 19] = x[1, 2, 5, 1] = float("nan")
+    x[1, 0, :, 0] = float("-inf")
+    x[1, 1] = -x[1, 1].abs() - 1  # all negative: zero padding would show up as a maximum of 0
+    with emulation():
+        out = load_emulated(source)[source.launch_name](x)
+    torch.testing.assert_close(out, F.max_pool2d(x, 3, 2, 1), rtol=0, atol=0, equal_nan=True)
+    assert int(out.isnan().sum()) >= 3

@@ -14,6 +14,8 @@ CHECK = None  # checking.check_kernel; tests of this file swap in the CPU emulat
 # name → (forward expression of x (and b), shapes of x, extra input (template with {C} and {dt}) or None)
 VARIANTS = {
     "max2d_k3s2p1": ("F.max_pool2d(x, 3, 2, 1)", [(2, 5, 17, 19), (4, 32, 56, 57), (1, 3, 7, 300)], None),
+    "max2d_k3s2p1_even": ("F.max_pool2d(x, 3, 2, 1)", [(2, 5, 18, 22), (8, 64, 112, 112), (1, 3, 7, 600)], None),
+    "max1d_k3s2p1": ("F.max_pool1d(x, 3, 2, 1)", [(3, 4, 140), (16, 64, 1000), (1, 1, 6)], None),
     "max2d_k2_aligned": ("F.max_pool2d(x, 2)", [(2, 3, 25, 23), (8, 64, 112, 112), (3, 5, 9, 1001)], None),
     "max2d_ceil_dilation": ("F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True)",
                             [(2, 3, 20, 23), (4, 16, 64, 65), (1, 2, 9, 9)], None),
@@ -53,7 +55,8 @@ VARIANTS = {
     "avg2d_gelu": ("F.gelu(F.avg_pool2d(x, 3, 2, 1))", [(2, 6, 14, 10), (8, 64, 56, 57), (1, 3, 3, 3)], None),
 }
 CORE = {"max2d_k3s2p1", "max2d_k2_aligned", "max2d_indices", "avg2d_exclude_pad_ceil", "adaptive_avg2d",
-        "adaptive_avg2d_global", "max2d_relu_scale_bias", "max3d_k2_even", "avg2d_k2_relu"}
+        "adaptive_avg2d_global", "max2d_relu_scale_bias", "max3d_k2_even", "avg2d_k2_relu",
+        "max2d_k3s2p1_even"}
 CASES = gpu_cases({name: v[1] for name, v in VARIANTS.items()}, CORE)
 
 

@@ -1,0 +1,79 @@
+"""Overlapping max pooling of 16-bit inputs read as int32 pairs (max_pool2d(3, 2, 1), ResNet's stem pool).
+
+With kernel 3, stride 2 and padding 1 along the last dim, output column j reads input columns 2j-1, 2j and 2j+1:
+both halves of 32-bit pair j and the high half of pair j-1. The input is viewed as int32 pairs, (rows, W / 2),
+and each block owns a (BM, BJ) tile of (channel row x output row, output column) outputs. Per window row it loads
+the pairs j0.. and j0-1.. with `ct.load_advanced_indexing` (one input row index per tile row, a dense slice at an
+element offset, so the shift by one pair needs no gather), splits the halves with bit operations and takes the
+maximum in registers. Window rows outside the input are clamped onto the nearest input row, which lies inside the
+same window, so they cannot change a maximum; the left pair of column 0 (input column -1, padding) is masked to
+-inf. Any kernel/stride/padding along the outer dim of a 2-d pool; NaNs propagate as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..specs import KernelSpec, OpRecord
+from .base import KernelSource, pow2_at_least
+from .indexing import MEMORY_TUNING, array_param, decode
+from .pool_paths import I, _arange_along, _epilogue, _kernel_head, _launch_module, _pair_halves, _store_lines
+from .rowwise import cdiv
+
+if TYPE_CHECKING:
+    from .pool import PoolOp
+
+
+def pair_windows_fit(pool: PoolOp) -> bool:
+    """MEMORY_TUNING["pool_pair_windows"] and a 1-d/2-d max pool (no indices, no dilation) of a 16-bit input with
+    kernel 3, stride 2, padding 1 along an even last dim of W / 2 outputs."""
+    return (bool(MEMORY_TUNING["pool_pair_windows"]) and pool.kind == "max" and not pool.with_indices
+            and pool.nd in (1, 2) and pool.x.dtype in ("float16", "bfloat16") and all(d == 1 for d in pool.d)
+            and (pool.k[-1], pool.s[-1], pool.p[-1]) == (3, 2, 1) and pool.insp[-1] % 2 == 0
+            and pool.outsp[-1] == pool.insp[-1] // 2)
+
+
+def _max(a: str, b: str) -> str:
+    return f"ct.maximum({a}, {b}, propagate_nan=True)"
+
+
+def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: list[OpRecord]) -> KernelSource:
+    R, In, O = pool.rows, pool.insp, pool.outsp
+    H, Ho, K0, S0, P0 = (In[0], O[0], pool.k[0], pool.s[0], pool.p[0]) if pool.nd == 2 else (1, 1, 1, 1, 0)
+    M, Wo = R * Ho, O[-1]
+    BJ = pow2_at_least(Wo, 1, 256)
+    BM = pow2_at_least(M, 1, max(1, int(MEMORY_TUNING["pool_pair_window_outputs"]) // BJ))
+    nbj = cdiv(Wo, BJ)
+    x = array_param(pool.x)
+    lines = _kernel_head(spec, ["BM", "BJ"])
+    lines += [f"{I}pid_m = bid // {nbj}", f"{I}pid_j = bid % {nbj}"] if nbj > 1 else \
+             [f"{I}pid_m = bid", f"{I}pid_j = 0"]
+    lines += [f"{I}m = pid_m * BM + ct.arange(BM, dtype=ct.int32)",
+              f"{I}j0 = pid_j * BJ",
+              f"{I}inside = ct.arange(BJ, dtype=ct.int32)[None, :] + j0 >= 1"]
+    if pool.nd == 2:
+        lines += [f"{I}base = (m // {Ho}) * {H}", f"{I}top = (m % {Ho}) * {S0} - {P0}"]
+    lo_hi = _pair_halves(pool.x.dtype, "v")
+    left = _pair_halves(pool.x.dtype, "u")[1]
+    for k in range(K0):
+        row = f"base + ct.minimum(ct.maximum(top + {k}, 0), {H - 1})" if pool.nd == 2 else "m"
+        lines += [f"{I}r = {row}",
+                  f"{I}v = ct.load_advanced_indexing({x}, (r, ct.Slice(j0, BJ)), padding_mode=ct.PaddingMode.ZERO)",
+                  f"{I}u = ct.load_advanced_indexing({x}, (r, ct.Slice(j0 - 1, BJ)), "
+                  f"padding_mode=ct.PaddingMode.ZERO)",
+                  f"{I}t = {_max(_max(*lo_hi), f'ct.where(inside, {left}, -math.inf)')}",
+                  f"{I}acc = {'t' if k == 0 else _max('acc', 't')}"]
+    out_tile = "(BM, BJ)"
+    env: dict[str, str] = {rec.node: "acc"}
+    if epilogue:
+        lines.append(f"{I}mm = {_arange_along('pid_m * BM', 'BM', 0, 2)}")
+        if pool.nd == 2:
+            lines += [f"{I}rr = mm // {Ho}", f"{I}o0 = mm % {Ho}"]
+        lines.append(f"{I}oj = {_arange_along('pid_j * BJ', 'BJ', 1, 2)}")
+        lead = decode("rr" if pool.nd == 2 else "mm", pool.lead, lines, I, "l")
+        env = _epilogue(spec, pool, epilogue, env, lead, (["o0"] if pool.nd == 2 else []) + ["oj"], out_tile, lines)
+    _store_lines(spec, env, out_tile, "(pid_m, pid_j)", lines)
+    views = [f".reshape({R * H}, {In[-1]})", ".view(torch.int32)"]
+    return _launch_module(spec, pool, lines, views, [M, Wo], cdiv(M, BM) * nbj, [BM, BJ],
+                          f"{rec.op}: 3-wide stride-2 windows over 16-bit pairs read as int32 ({R * H}, {In[-1] // 2}); "
+                          f"tile {BM} x {BJ} outputs from shifted dense-slice loads, {K0} window rows")
