@@ -53,9 +53,11 @@ MEMORY_TUNING: dict[str, Any] = {
     "pool_aligned_pairs": True,
     "pool_pairs_elems": 16384,  # input elements per block of the pair view
     # max_pool(3, 2, 1) of 16-bit inputs over an even last dim: int32 pairs with shifted dense-slice loads
-    # (pool_pairs.py) instead of per-window-element gathers; outputs per block
+    # (pool_pairs.py) instead of per-window-element gathers; outputs per block. H200, max_pool2d(3, 2, 1)
+    # 64x128x112x112 fp16, same run (eager 0.443 ms): gathers 0.344 ms; pairs 1024 outputs 0.156, 2048 0.164,
+    # 4096 0.171
     "pool_pair_windows": True,
-    "pool_pair_window_outputs": 2048,
+    "pool_pair_window_outputs": 1024,
     # pool, general windows (max_pool2d(3, 2, 1), ...): gathered outputs per block and output positions per row
     "pool_window_outputs": 2048,
     # pool, overlapping windows at a power-of-two stride dividing the input (max_pool2d(3, 2, 1) on even sizes):
