@@ -62,6 +62,16 @@ VARIANTS = {
         ("int32 pairs 16384", {"pool_aligned_pairs": True, "pool_pairs_elems": 16384}),
         ("int32 pairs 32768", {"pool_aligned_pairs": True, "pool_pairs_elems": 32768}),
     ],
+    "max_pool2d 3x3/2 32x128x112x112 fp32": [
+        ("gathers", {"pool_pairs_fp32": False}),
+        ("int64 pairs, 1024 outs", {"pool_pairs_fp32": True}),
+        ("int64 pairs, 2048 outs", {"pool_pairs_fp32": True, "pool_pair_window_outputs": 2048}),
+    ],
+    "max_pool2d 2x2 32x128x112x112 fp32": [
+        ("rows 32768, in-kernel reshape", {"pool_pairs_fp32": False}),
+        ("int64 pairs 16384", {"pool_pairs_fp32": True}),
+        ("int64 pairs 8192", {"pool_pairs_fp32": True, "pool_pairs_elems": 8192}),
+    ],
     "embedding 65536x1024 bf16": [
         ("4096 elements per tile", {}),
         ("2048 elements per tile", {"gather_tile_elems": 2048}),

@@ -52,6 +52,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # 8192 0.123, 16384 0.120, 32768 0.133, 65536 0.144
     "pool_aligned_pairs": True,
     "pool_pairs_elems": 16384,  # input elements per block of the pair view
+    # the pair views for float32 inputs too (int64 words split into two float32): compiled and emulated, not yet
+    # timed on a GPU, so off
+    "pool_pairs_fp32": False,
     # max_pool(3, 2, 1) of 16-bit inputs over an even last dim: int32 pairs with shifted dense-slice loads
     # (pool_pairs.py) instead of per-window-element gathers; outputs per block. H200, max_pool2d(3, 2, 1)
     # 64x128x112x112 fp16, same run (eager 0.443 ms): gathers 0.344 ms; pairs 1024 outputs 0.156, 2048 0.164,

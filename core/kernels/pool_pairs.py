@@ -1,7 +1,8 @@
-"""Overlapping max pooling of 16-bit inputs read as int32 pairs (max_pool2d(3, 2, 1), ResNet's stem pool).
+"""Overlapping max pooling of inputs read as pairs of elements in one word (max_pool2d(3, 2, 1), ResNet's stem
+pool): 16-bit inputs as int32, float32 as int64 (MEMORY_TUNING["pool_pairs_fp32"]).
 
 With kernel 3, stride 2 and padding 1 along the last dim, output column j reads input columns 2j-1, 2j and 2j+1:
-both halves of 32-bit pair j and the high half of pair j-1. The input is viewed as int32 pairs, (rows, W / 2),
+both halves of pair j and the high half of pair j-1. The input is viewed as pair words, (rows, W / 2),
 and each block owns a (BM, BJ) tile of (channel row x output row, output column) outputs. Per window row it loads
 the pairs j0.. and j0-1.. with `ct.load_advanced_indexing` (one input row index per tile row, a dense slice at an
 element offset, so the shift by one pair needs no gather), splits the halves with bit operations and takes the
@@ -17,7 +18,8 @@ from typing import TYPE_CHECKING
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, pow2_at_least
 from .indexing import MEMORY_TUNING, array_param, decode
-from .pool_paths import I, _arange_along, _epilogue, _kernel_head, _launch_module, _pair_halves, _store_lines
+from .pool_paths import (I, _arange_along, _epilogue, _kernel_head, _launch_module, _pair_halves, _store_lines,
+                         pair_dtype_ok, pair_word)
 from .rowwise import cdiv
 
 if TYPE_CHECKING:
@@ -25,10 +27,10 @@ if TYPE_CHECKING:
 
 
 def pair_windows_fit(pool: PoolOp) -> bool:
-    """MEMORY_TUNING["pool_pair_windows"] and a 1-d/2-d max pool (no indices, no dilation) of a 16-bit input with
-    kernel 3, stride 2, padding 1 along an even last dim of W / 2 outputs."""
+    """MEMORY_TUNING["pool_pair_windows"] and a 1-d/2-d max pool (no indices, no dilation) of a 16-bit input (or
+    float32 with pool_pairs_fp32) with kernel 3, stride 2, padding 1 along an even last dim of W / 2 outputs."""
     return (bool(MEMORY_TUNING["pool_pair_windows"]) and pool.kind == "max" and not pool.with_indices
-            and pool.nd in (1, 2) and pool.x.dtype in ("float16", "bfloat16") and all(d == 1 for d in pool.d)
+            and pool.nd in (1, 2) and pair_dtype_ok(pool.x.dtype) and all(d == 1 for d in pool.d)
             and (pool.k[-1], pool.s[-1], pool.p[-1]) == (3, 2, 1) and pool.insp[-1] % 2 == 0
             and pool.outsp[-1] == pool.insp[-1] // 2)
 
@@ -73,7 +75,8 @@ def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogu
         lead = decode("rr" if pool.nd == 2 else "mm", pool.lead, lines, I, "l")
         env = _epilogue(spec, pool, epilogue, env, lead, (["o0"] if pool.nd == 2 else []) + ["oj"], out_tile, lines)
     _store_lines(spec, env, out_tile, "(pid_m, pid_j)", lines)
-    views = [f".reshape({R * H}, {In[-1]})", ".view(torch.int32)"]
+    views = [f".reshape({R * H}, {In[-1]})", f".view({pair_word(pool.x.dtype)})"]
     return _launch_module(spec, pool, lines, views, [M, Wo], cdiv(M, BM) * nbj, [BM, BJ],
-                          f"{rec.op}: 3-wide stride-2 windows over 16-bit pairs read as int32 ({R * H}, {In[-1] // 2}); "
+                          f"{rec.op}: 3-wide stride-2 windows over element pairs read as words "
+                          f"({R * H}, {In[-1] // 2}); "
                           f"tile {BM} x {BJ} outputs from shifted dense-slice loads, {K0} window rows")

@@ -429,19 +429,30 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
     views = [f".reshape({', '.join(map(str, [R] + In))})"] + _floor_crop(O, K, In)
     views.append(f".view({', '.join(map(str, view))})")
     if pairs:
-        views.append(".view(torch.int32)")
-    how = "16-bit pairs read as int32" if pairs else ("row" if inner_merged else "split-view")
+        views.append(f".view({pair_word(pool.x.dtype)})")
+    how = "element pairs read as one word" if pairs else ("row" if inner_merged else "split-view")
     return _launch_module(spec, pool, lines, views, [M] + O[1:], cdiv(M, BM) * prod(nb), [BM] + BO,
                           f"{rec.op}: non-overlapping {K} windows; input viewed as {view}, tile {BM} x {BO} outputs "
                           f"from {how} tile loads")
 
 
+def pair_dtype_ok(dtype: str) -> bool:
+    """16-bit inputs read as int32 pairs (MEMORY_TUNING pool_aligned_pairs / pool_pair_windows), float32 as int64
+    pairs only with MEMORY_TUNING["pool_pairs_fp32"]."""
+    return dtype in ("float16", "bfloat16") or (dtype == "float32" and bool(MEMORY_TUNING["pool_pairs_fp32"]))
+
+
+def pair_word(dtype: str) -> str:
+    """The torch dtype holding two adjacent elements of `dtype`."""
+    return "torch.int64" if dtype == "float32" else "torch.int32"
+
+
 def _pair_view(pool: PoolOp) -> bool:
-    """A 16-bit input whose innermost windows are exact pairs (k = 2 = s, even width) is read as int32, one window
-    row per lane, and split into its halves in registers (MEMORY_TUNING["pool_aligned_pairs"]): no in-kernel
-    reshape of the (.., O, 2) axis, which the compiler lowers through shared-memory shuffles."""
+    """An input whose innermost windows are exact pairs (k = 2 = s, even width) is read as words of two elements,
+    one window row per lane, and split into its halves in registers (MEMORY_TUNING["pool_aligned_pairs"]): no
+    in-kernel reshape of the (.., O, 2) axis, which the compiler lowers through shared-memory shuffles."""
     return (bool(MEMORY_TUNING["pool_aligned_pairs"]) and pool.k[-1] == 2 and pool.insp[-1] == 2 * pool.outsp[-1]
-            and pool.x.dtype in ("float16", "bfloat16"))
+            and pair_dtype_ok(pool.x.dtype))
 
 
 def _pair_loads(lines: list[str], pool: PoolOp, x: str, nd: int, is_max: bool, out_tile: str) -> None:
@@ -461,7 +472,10 @@ def _pair_loads(lines: list[str], pool: PoolOp, x: str, nd: int, is_max: bool, o
 
 
 def _pair_halves(dtype: str, v: str) -> tuple[str, str]:
-    """The float32 values of the low (first) and high (second) 16-bit halves of int32 tile `v`."""
+    """The float32 values of the low (first) and high (second) element of the pair words in tile `v`."""
+    if dtype == "float32":  # int64 words; truncating to int32 keeps the low word
+        return (f"ct.bitcast({v}.astype(ct.int32), ct.float32)",
+                f"ct.bitcast(({v} >> 32).astype(ct.int32), ct.float32)")
     if dtype == "bfloat16":  # a bfloat16 is the top half of the float32 with the same value
         return f"ct.bitcast({v} << 16, ct.float32)", f"ct.bitcast({v} & -65536, ct.float32)"
     return (f"ct.bitcast({v}.astype(ct.int16), ct.float16).astype(ct.float32)",

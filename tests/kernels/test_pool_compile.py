@@ -267,3 +267,41 @@ def test_pair_window_pool_is_exact_at_the_borders(dtype):
         out = load_emulated(source)[source.launch_name](x)
     torch.testing.assert_close(out, F.max_pool2d(x, 3, 2, 1), rtol=0, atol=0, equal_nan=True)
     assert int(out.isnan().sum()) >= 3
+
+
+@pytest.mark.parametrize("name", ["aligned_max2d_fp32_pairs", "aligned_avg2d_fp32_pairs", "pairs_k3s2p1_fp32",
+                                  "pairs_epilogue_fp32"])
+def test_float32_pairs_as_int64(name, monkeypatch):
+    """With MEMORY_TUNING["pool_pairs_fp32"] the pair views take float32 inputs as int64 words (aligned 2-wide
+    windows and max_pool(3, 2, 1)); compiled and emulated, contiguous and strided, NaNs and -inf bit-exact."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_pairs_fp32", True)
+    cases = {
+        "aligned_max2d_fp32_pairs": (forward("F.max_pool2d(x, 2)"), "[torch.randn(2, 3, 14, 20)]", F.max_pool2d, 2),
+        "aligned_avg2d_fp32_pairs": (forward("F.avg_pool2d(x, 2)"), "[torch.randn(2, 3, 14, 20)]", None, None),
+        "pairs_k3s2p1_fp32": (forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(2, 3, 15, 22)]", F.max_pool2d,
+                              (3, 2, 1)),
+        "pairs_epilogue_fp32": (forward("torch.relu(F.max_pool2d(x, 3, 2, 1)) + b", "x, b"),
+                                "[torch.randn(2, 4, 12, 16), torch.randn(4, 1, 1)]", None, None),
+    }
+    body, inputs, fn, args = cases[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert ".view(torch.int64)" in source.code and "ct.bitcast(" in source.code
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
+        assert result.ok, result.message
+    if fn is not None:
+        x = torch.randn(spec.inputs[0].shape, generator=torch.Generator().manual_seed(3)) * 30
+        x[0, 0, 0, 0] = x[1, 2, -1, -1] = float("nan")
+        x[1, 1] = -x[1, 1].abs() - 1
+        x[0, 2, :, 0] = float("-inf")
+        with emulation():
+            out = load_emulated(source)[source.launch_name](x)
+        expected = fn(x, *args) if isinstance(args, tuple) else fn(x, args)
+        torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
