@@ -2,14 +2,19 @@
 
 Layout: the input is (lead..., *spatial) with nd spatial dims (lead is (N, C), (C,) or anything else); the output
 (lead..., *out_spatial) is tiled as a 2-D (rows = lead elements, cols = output positions) problem. This module
-parses the op (PoolOp) and picks one of four paths, in this order; pool_paths.py emits them:
+parses the op (PoolOp) and picks one of five paths, in this order; pool_paths.py and pool_pairs.py emit them:
 - global (every output spatial size 1 and a window covering the whole input, adaptive pooling to 1 included): a
   row reduction over (BR, BS) tiles of the (rows, positions) view, coalesced `ct.load`s, float32 accumulation.
 - aligned (kernel == stride, power-of-two kernel, no padding/dilation/indices: the common max_pool2d(2)): the
   wrapper views the input so that every window offset is its own axis, (rows, O0, K0, O1, K1, ...) or, when the
   first dim splits exactly, (rows * O0, K0, O1, K1, ...); each block loads a whole-window tile with `ct.load` and
-  reduces the K axes (ceil_mode tails: load + in-kernel reshape). Tile sizes and the layout come from
-  indexing.MEMORY_TUNING.
+  reduces the K axes (ceil_mode tails: load + in-kernel reshape). With 2-wide innermost windows over an even
+  width and a 16-bit input (float32 with MEMORY_TUNING["pool_aligned_pairs"/"pool_pairs_fp32"]), each pair of
+  elements is read as one int32 (int64) word and split with bit operations, one load per outer window offset: no
+  in-kernel reshape. Tile sizes and the layout come from indexing.MEMORY_TUNING.
+- pair windows (pool_pairs.py; max pooling with kernel 3, stride 2, padding 1 over an even last dim of a 16-bit
+  input, any window along the outer dim): pair words loaded at element offsets with `ct.load_advanced_indexing`,
+  so the left neighbour pair is one shifted dense slice instead of a gather.
 - shifted (overlapping windows, no dilation/indices, power-of-two stride dividing each input dim: max_pool2d(3, 2,
   1) on even sizes, 3x3/1 pools): the input is viewed as (rows, In0/s0, s0, ..., InL) and every distinct window
   shift is one tile-aligned `ct.load` of that view sliced at the block's first output + shift (`Array.slice`);

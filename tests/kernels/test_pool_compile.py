@@ -305,3 +305,18 @@ def test_float32_pairs_as_int64(name, monkeypatch):
             out = load_emulated(source)[source.launch_name](x)
         expected = fn(x, *args) if isinstance(args, tuple) else fn(x, args)
         torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["max2d_k2_aligned", "max2d_k3s2p1_even", "avg2d_k2_relu", "max1d_k3s2p1"])
+def test_gpu_pair_cases_pass_on_the_emulator(name, monkeypatch):
+    """The GPU file's new pair cases (16-bit on the default path, float32 with pool_pairs_fp32) on their smallest
+    shape, checked by the CPU emulator: the test file itself is right before it meets a GPU."""
+    import math
+
+    from . import test_pool_gpu
+
+    monkeypatch.setattr(test_pool_gpu, "CHECK", check_emulated)
+    shape = min(test_pool_gpu.VARIANTS[name][1], key=math.prod)
+    for dtype in ("float16", "bfloat16"):
+        test_pool_gpu.test_pool_kernel_matches_reference(name, shape, dtype)
+    test_pool_gpu.test_pool_float32_pair_views(name, shape, monkeypatch)

@@ -87,3 +87,19 @@ def test_pool_kernel_strided_inputs(name, shape, dtype):
     spec = snippet_spec(forward(expr, "x, b" if extra else "x"), f"[{inputs}]", "pool")
     result = run_check(spec, make_inputs(strided=True), CHECK)
     assert result.ok, result.message
+
+
+FP32_PAIRS = [(name, shape) for name in ("max2d_k2_aligned", "max2d_k3s2p1_even", "avg2d_k2_relu", "max1d_k3s2p1")
+              for shape in VARIANTS[name][1]]
+
+
+@pytest.mark.parametrize("name,shape", FP32_PAIRS, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in FP32_PAIRS])
+def test_pool_float32_pair_views(name, shape, monkeypatch):
+    """The float32 pair views (int64 words; MEMORY_TUNING["pool_pairs_fp32"], off by default until timed) on the
+    same shapes as the 16-bit cases."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_pairs_fp32", True)
+    spec = snippet_spec(forward(VARIANTS[name][0]), f"[torch.randn({shape_str(shape)})]", "pool")
+    result = run_check(spec, make_inputs(), CHECK)
+    assert result.ok, result.message
