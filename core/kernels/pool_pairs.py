@@ -28,11 +28,12 @@ if TYPE_CHECKING:
 
 def pair_windows_fit(pool: PoolOp) -> bool:
     """MEMORY_TUNING["pool_pair_windows"] and a 1-d/2-d max pool (no indices, no dilation) of a 16-bit input (or
-    float32 with pool_pairs_fp32) with kernel 3, stride 2, padding 1 along an even last dim of W / 2 outputs."""
+    float32 with pool_pairs_fp32) with kernel 3, stride 2, padding 1 along an even last dim of W / 2 >= 2 outputs
+    (with one output column the left slice, [-1, 0), would lie wholly outside the input: undefined in cuTile)."""
     return (bool(MEMORY_TUNING["pool_pair_windows"]) and pool.kind == "max" and not pool.with_indices
             and pool.nd in (1, 2) and pair_dtype_ok(pool.x.dtype) and all(d == 1 for d in pool.d)
             and (pool.k[-1], pool.s[-1], pool.p[-1]) == (3, 2, 1) and pool.insp[-1] % 2 == 0
-            and pool.outsp[-1] == pool.insp[-1] // 2)
+            and pool.outsp[-1] == pool.insp[-1] // 2 and pool.outsp[-1] >= 2)
 
 
 def _max(a: str, b: str) -> str:

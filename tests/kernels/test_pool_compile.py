@@ -245,6 +245,18 @@ def test_max_pool_3_2_1_reads_16bit_pairs(name):
         assert result.ok, result.message
 
 
+def test_pair_windows_need_two_output_columns():
+    """One output column would make the left pair's slice lie wholly outside the input (undefined behaviour in
+    cuTile, though masked): such pools keep the gather path."""
+    from tilestudio.core.kernels import generate_kernel
+
+    narrow = generate_kernel(snippet_spec(forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(1, 2, 5, 2).half()]",
+                                          FAMILY)).code
+    wide = generate_kernel(snippet_spec(forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(1, 2, 5, 4).half()]",
+                                        FAMILY)).code
+    assert "load_advanced_indexing" not in narrow and "load_advanced_indexing" in wide
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_pair_window_pool_is_exact_at_the_borders(dtype):
     """Bit-exact against PyTorch with NaN and -inf at the padded borders (first/last rows and columns), where the
