@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|kernels|corpus-fused|corpus-op]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|kernels|models|corpus-fused|corpus-op]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -42,6 +42,10 @@ for part in "$@"; do
     corpus-fused) timeout ${BENCH_TIMEOUT:-420} python3 -m tilestudio bench ${BENCH_MODELS:-tests/models/fused_*.py tests/models/arch_*.py} \
                --no-dry-run --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_fa" --json "$out/bench_fa.json" \
                > "$out/bench_fa.txt" 2> "$out/bench_fa.err"; tail -45 "$out/bench_fa.txt"; [ -s "$out/bench_fa.txt" ] || grep validated "$out/bench_fa.err" | cut -c1-160 ;;
+    models) # bench/models/: larger models (wide recurrences vs cuDNN, ResNet stem, VGG block) end to end
+             timeout ${MODELS_TIMEOUT:-420} python3 -m tilestudio bench bench/models/*.py --no-dry-run --jobs 16 \
+               --gpu-jobs 4 --reps ${REPS:-20} --out-dir "$out/composed_models" --json "$out/bench_models.json" \
+               > "$out/bench_models.txt" 2> "$out/bench_models.err"; tail -12 "$out/bench_models.txt" ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;

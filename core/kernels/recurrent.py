@@ -5,8 +5,8 @@ kernel owns the sequential part. Each block takes BB batch rows and walks all T 
 hidden-state GEMM `h @ W_hh_g^T` runs as `ct.mma` with float32 accumulation, then the gate math updates h (and c)
 in registers and h is stored as y[t]. Batch rows and the hidden size are padded to powers of two with zeros, which
 keep padded lanes out of every real result (a padded h column only ever meets zero weight rows; padded batch rows
-are independent rows of the GEMM and are masked out of every store). The hidden size is limited by what fits on
-chip (HP <= 256); larger layers raise Unsupported with that reason.
+are independent rows of the GEMM and are masked out of every store). The state must fit on chip (HP <= 256); wider
+layers take recurrent_step.py (one launch per time step, the hidden dim spread over blocks).
 
 Chunks: the hidden dimension is cut into NK = HP / 64 column chunks. The state is NK (BB, 64) tiles; per output
 chunk j, the gates' pre-activations sum (BB, 64) x (64, 64) mmas over a loop of input chunks (ct.extract from the
@@ -40,6 +40,8 @@ CHUNK = 64
 # Batch rows per block x padded hidden size: the state (h, c, float32's hi/lo split of h, the gate accumulators)
 # lives in registers. Wider layers take fewer batch rows per block (at least 16, the mma's M), more blocks.
 STATE_ELEMS = 2048
+# wider layers (padded hidden size) take recurrent_step.py: one launch per time step, the hidden dim across blocks
+MAX_PERSISTENT_HIDDEN = 256
 
 
 def generate(spec: KernelSpec) -> KernelSource:
@@ -64,9 +66,19 @@ def generate(spec: KernelSpec) -> KernelSource:
     hidden = t_w.shape[1]
     batch, steps = (t_gx.shape[0], t_gx.shape[1]) if batch_first else (t_gx.shape[1], t_gx.shape[0])
     hp = pow2_at_least(hidden, 16)
-    if hp > 256:
-        raise Unsupported(f"{kind} with hidden size {hidden}: the per-gate weight tile ({hp}x{hp}) does not fit "
-                          "on chip; split the hidden dimension across blocks")
+    results = {0: "y", 1: "hn", 2: "cn"}
+    rets = [results[o.tuple_index] for o in spec.outputs if o.tuple_index in results]
+    if len(rets) != len(spec.outputs):
+        raise Unsupported(f"{kind}: outputs {[o.name for o in spec.outputs]} are not elements of the recurrence")
+    if hp > MAX_PERSISTENT_HIDDEN:
+        from .recurrent_step import generate_stepped
+
+        return generate_stepped(spec.id, kind, gates,
+                                {"gx": name(gx), "w": name(w), "b": name(b), "h0": name(h0),
+                                 "c0": name(c0) if c0 else None},
+                                {"batch": batch, "steps": steps, "hidden": hidden},
+                                {"batch_first": batch_first, "reverse": reverse, "relu": relu}, t_gx.dtype,
+                                [t.name for t in spec.inputs], rets)
     # the state (h, c and float32's split h) lives in registers: BB * HP is capped, wider layers take fewer rows
     bb = min(pow2_at_least(min(batch, 64), 16), max(16, STATE_ELEMS // hp))
     kid = spec.id
@@ -80,30 +92,12 @@ def generate(spec: KernelSpec) -> KernelSource:
     nk = hp // chunk
     hold = not split_tf32 and nk == 1
     k = _kernel_lines(kid, kind, gates, nk, split_tf32, hold)
-    outs_by_index = {o.tuple_index: o for o in spec.outputs}
-    w_host = []
+    w_host = wrapper_head(kid, params, gx_n, w_n, b_n, gates, batch, steps, hidden, batch_first, lstm)
     W = w_host.append
-    W(f"def launch_{kid}({', '.join(params)}):")
-    W(f"    gx = {gx_n}.reshape({gx_n}.shape[0], {gx_n}.shape[1], {gates}, {hidden})")
-    if not batch_first:
-        W("    gx = gx.transpose(0, 1)  # (B, T, G, H) view, read with its strides")
-    W(f"    w = {w_n}.reshape({gates}, {hidden}, {hidden})")
-    W(f"    b = {b_n}.reshape({gates}, {hidden})" if has_bias else "    b = w[:, 0, :]  # unused (HAS_BIAS=0)")
-    y_shape = f"({batch}, {steps}, {hidden})" if batch_first else f"({steps}, {batch}, {hidden})"
-    W(f"    y = torch.empty({y_shape}, dtype={gx_n}.dtype, device={gx_n}.device)")
-    W(f"    hn = torch.empty(({batch}, {hidden}), dtype={gx_n}.dtype, device={gx_n}.device)")
-    if lstm:
-        W(f"    cn = torch.empty(({batch}, {hidden}), dtype={gx_n}.dtype, device={gx_n}.device)")
-    W(f"    y_bt = y if {batch_first} else y.transpose(0, 1)")
     launch_args = ["gx", "w", "b", h0_n] + ([c0_n] if lstm else []) + ["y_bt", "hn"] + (["cn"] if lstm else [])
     W(f"    ct.launch(torch.cuda.current_stream(), (ct.cdiv({batch}, {bb}),), {kid}_kernel,")
     W(f"              ({', '.join(launch_args)}, {steps}, {chunk}, {bb}, {int(reverse)}, {int(has_bias)}, {int(relu)}))")
-    results = {0: "y", 1: "hn", 2: "cn"}
-    rets = [results[o.tuple_index] for o in spec.outputs if o.tuple_index in results]
-    if len(rets) != len(spec.outputs):
-        raise Unsupported(f"{kind}: outputs {[o.name for o in spec.outputs]} are not elements of the recurrence")
     W(f"    return {', '.join(rets)}")
-    del outs_by_index
     code = "\n".join(k) + "\n\n\n" + "\n".join(w_host) + "\n"
     return KernelSource(spec_id=kid, family="recurrent", code=code, launch_name=f"launch_{kid}",
                         kernel_names=[f"{kid}_kernel"],
@@ -187,21 +181,7 @@ def _kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool, ho
             L(f"            r{g} = r{g} + b{g}_{j}")
             L(f"        x{g} = ct.reshape(ct.load(gx, index=(pid, t, {g}, {j}), shape=(BB, 1, 1, C), "
               "padding_mode=zero), (BB, C)).astype(ct.float32)")
-        if lstm:
-            L("        ig = 1.0 / (1.0 + ct.exp(-(x0 + r0)))")
-            L("        fg = 1.0 / (1.0 + ct.exp(-(x1 + r1)))")
-            L("        gg = ct.tanh(x2 + r2)")
-            L("        og = 1.0 / (1.0 + ct.exp(-(x3 + r3)))")
-            L(f"        cs{j} = fg * cs{j} + ig * gg")
-            L(f"        n{j} = og * ct.tanh(cs{j})")
-        elif kind == "gru_recurrence":
-            L("        rg = 1.0 / (1.0 + ct.exp(-(x0 + r0)))")
-            L("        zg = 1.0 / (1.0 + ct.exp(-(x1 + r1)))")
-            L("        ng = ct.tanh(x2 + rg * r2)")
-            L(f"        n{j} = (1.0 - zg) * ng + zg * hs{j}")
-        else:
-            L("        pre = x0 + r0")
-            L(f"        n{j} = ct.maximum(pre, 0.0) if RELU else ct.tanh(pre)")
+        k += gate_lines(kind, "        ", f"cs{j}", f"hs{j}", f"n{j}")
         L(f"        ct.store(y, index=(pid, t, {j}), tile=ct.reshape(n{j}, (BB, 1, C)).astype(y.dtype))")
     for j in range(nk):
         L(f"        hs{j} = n{j}")
@@ -210,6 +190,38 @@ def _kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool, ho
         if lstm:
             L(f"    ct.store(cn, index=(pid, {j}), tile=cs{j}.astype(cn.dtype))")
     return k
+
+
+def wrapper_head(kid: str, params: list[str], gx_n: str, w_n: str, b_n: str | None, gates: int, batch: int,
+                 steps: int, hidden: int, batch_first: bool, lstm: bool) -> list[str]:
+    """The launch wrapper's first lines: (B, T, G, H) view of the input projection, (G, H, H) weights, (G, H)
+    bias, and the outputs y (with its (B, T, H) view y_bt), h_n and (LSTM) c_n."""
+    w = [f"def launch_{kid}({', '.join(params)}):",
+         f"    gx = {gx_n}.reshape({gx_n}.shape[0], {gx_n}.shape[1], {gates}, {hidden})"]
+    if not batch_first:
+        w.append("    gx = gx.transpose(0, 1)  # (B, T, G, H) view, read with its strides")
+    w.append(f"    w = {w_n}.reshape({gates}, {hidden}, {hidden})")
+    w.append(f"    b = {b_n}.reshape({gates}, {hidden})" if b_n else "    b = w[:, 0, :]  # unused (HAS_BIAS=0)")
+    y_shape = f"({batch}, {steps}, {hidden})" if batch_first else f"({steps}, {batch}, {hidden})"
+    w.append(f"    y = torch.empty({y_shape}, dtype={gx_n}.dtype, device={gx_n}.device)")
+    w.append(f"    hn = torch.empty(({batch}, {hidden}), dtype={gx_n}.dtype, device={gx_n}.device)")
+    if lstm:
+        w.append(f"    cn = torch.empty(({batch}, {hidden}), dtype={gx_n}.dtype, device={gx_n}.device)")
+    w.append(f"    y_bt = y if {batch_first} else y.transpose(0, 1)")
+    return w
+
+
+def gate_lines(kind: str, ind: str, c: str, h: str, n: str) -> list[str]:
+    """The gate math of one (BB, C) chunk from the pre-activations x<g> (input projection) and r<g> (recurrent
+    GEMM, bias included): `n` = the new h; an LSTM also updates `c` in place; a GRU blends with the previous `h`."""
+    if kind == "lstm_recurrence":
+        return [f"{ind}ig = 1.0 / (1.0 + ct.exp(-(x0 + r0)))", f"{ind}fg = 1.0 / (1.0 + ct.exp(-(x1 + r1)))",
+                f"{ind}gg = ct.tanh(x2 + r2)", f"{ind}og = 1.0 / (1.0 + ct.exp(-(x3 + r3)))",
+                f"{ind}{c} = fg * {c} + ig * gg", f"{ind}{n} = og * ct.tanh({c})"]
+    if kind == "gru_recurrence":
+        return [f"{ind}rg = 1.0 / (1.0 + ct.exp(-(x0 + r0)))", f"{ind}zg = 1.0 / (1.0 + ct.exp(-(x1 + r1)))",
+                f"{ind}ng = ct.tanh(x2 + rg * r2)", f"{ind}{n} = (1.0 - zg) * ng + zg * {h}"]
+    return [f"{ind}pre = x0 + r0", f"{ind}{n} = ct.maximum(pre, 0.0) if RELU else ct.tanh(pre)"]
 
 
 def _cat(names: list[str]) -> str:

@@ -1,6 +1,7 @@
 """Recurrence kernels (LSTM/GRU/RNN layers): generated, traced and compiled ahead of time for sm_90 and sm_100."""
 
 import functools
+import re
 
 import pytest
 
@@ -11,6 +12,9 @@ CASES = {
     "gru_seq_first_bidir": ("nn.GRU(12, 17, bidirectional=True)", "[torch.randn(7, 5, 12)]"),
     "rnn_relu_no_bias": ("nn.RNN(8, 40, nonlinearity='relu', bias=False, batch_first=True)", "[torch.randn(4, 6, 8)]"),
     "lstm_half": ("nn.LSTM(16, 64, batch_first=True).half()", "[torch.randn(2, 5, 16).half()]"),
+    # hidden > 256: one launch per step (recurrent_step.py)
+    "lstm_wide_stepped": ("nn.LSTM(16, 300, batch_first=True)", "[torch.randn(2, 3, 16)]"),
+    "gru_wide_stepped_bf16": ("nn.GRU(8, 520).to(torch.bfloat16)", "[torch.randn(3, 2, 8).to(torch.bfloat16)]"),
 }
 
 
@@ -106,3 +110,25 @@ def test_recurrence_checks_draw_parameters_like_torch_init():
     assert any(float(a.abs().max()) > 1.0 for a in acts)
     other = next(k for k in dec.kernels if k.family != "recurrent")
     assert any(isinstance(x, torch.Tensor) and float(x.abs().max()) > 1.0 for x in make_inputs(other, "cpu", seed=0))
+
+
+def test_wide_recurrence_steps_on_the_host():
+    """nn.LSTM(1024, 1024) used to be an explicit skeleton (its gate tiles do not fit on chip); it is now one
+    kernel launched once per time step over a (batch blocks x 16 hidden chunks) grid, float32 cell state kept in a
+    buffer, h read back from the previous step's output, h_n/c_n written by the last launch."""
+    dec = decompose_source("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(1024, 1024, batch_first=True).to(torch.bfloat16)
+        def forward(self, x):
+            return self.rnn(x)
+    """, "[torch.randn(64, 5, 1024).to(torch.bfloat16)]")
+    (spec,) = [k for k in dec.kernels if k.family == "recurrent"]
+    from tilestudio.core.kernels import generate_kernel
+
+    source = generate_kernel(spec)
+    assert not source.skeleton
+    assert "for step in range(5):" in source.code and "grid = (ct.cdiv(64, 32), 16)" in source.code
+    assert re.search(r"hp = \w+ if step == 0 else y_bt\[:, t - 1\]", source.code)
+    assert source.code.count("ct.mma(") == 4 and "if LAST:" in source.code

@@ -30,6 +30,11 @@ CASES = [
     # half precision over several chunks, the last one partly padded (200 -> 256, 100 -> 128), 16-row blocks
     ("nn.GRU(24, 200, batch_first=True)", "(40, 7, 24)", "bfloat16"),
     ("nn.LSTM(10, 100)", "(6, 33, 10)", "float16"),
+    # hidden > 256: one launch per step (recurrent_step.py), the hidden dim over 64-column blocks, the last partial
+    ("nn.LSTM(24, 300, batch_first=True)", "(5, 7, 24)", "float32"),
+    ("nn.GRU(16, 520, bidirectional=True)", "(6, 3, 16)", "bfloat16"),
+    ("nn.RNN(8, 320, nonlinearity='relu', batch_first=True)", "(40, 5, 8)", "float16"),
+    ("nn.LSTM(16, 1024, num_layers=2)", "(3, 4, 16)", "bfloat16"),
 ]
 
 
