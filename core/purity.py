@@ -40,8 +40,8 @@ ALLOC = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", 
 REARRANGE = {"reshape", "view", "permute", "contiguous", "transpose", "flatten", "unflatten", "unsqueeze", "squeeze",
              "expand", "expand_as", "narrow", "select", "t", "movedim", "swapaxes", "view_as", "reshape_as", "chunk",
              "split", "unbind", "clone", "detach", "to", "cuda", "cpu", "float", "half", "bfloat16", "type",
-             "size", "dim", "numel", "stride", "item", "tolist", "is_contiguous", "data_ptr", "element_size",
-             "new_empty", "new_zeros", "new_ones", "new_full", "masked_fill_not", "get_device"}
+             "size", "dim", "numel", "stride", "storage_offset", "item", "tolist", "is_contiguous", "data_ptr",
+             "element_size", "new_empty", "new_zeros", "new_ones", "new_full", "masked_fill_not", "get_device"}
 CONCAT = {"cat", "stack", "concat", "concatenate", "hstack", "vstack"}
 TORCH_OK = ALLOC | CONCAT | {"reshape", "permute", "transpose", "flatten", "unsqueeze", "squeeze", "narrow", "select",
                             "chunk", "split", "unbind", "movedim", "swapaxes", "device", "Size", "no_grad",
@@ -284,7 +284,7 @@ class _FunctionChecker(ast.NodeVisitor):
                 return False
             return self._root(node) in self.model_names or self._is_tensor_expr(node.value)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in ("size", "dim", "numel", "stride", "item", "tolist", "element_size"):
+            if node.func.attr in ("size", "dim", "numel", "stride", "storage_offset", "item", "tolist", "element_size"):
                 return False
             return self._is_tensor_expr(node.func.value)
         if isinstance(node, ast.BinOp):

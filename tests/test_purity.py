@@ -70,6 +70,19 @@ def test_each_impurity_is_reported_at_its_line_and_column(stmt, rule, needle, co
     assert got == [(rule, line_of(text, needle), col)]
 
 
+def test_tensor_metadata_arithmetic_is_glue():
+    """Arithmetic on a tensor's metadata (storage_offset, size, stride: plain ints) is host glue, as the pair-view
+    pooling wrappers use it (`x.clone() if x.storage_offset() % 2 else x`); arithmetic on the tensor is not."""
+    clean = composed("""
+    x = x.clone() if x.storage_offset() % 2 else x
+    n = x.size(0) * x.stride(0) + x.numel() // 2
+    return launch_k(x.view(n, -1))
+    """)
+    assert rules(clean, model_source=ORIGINAL) == []
+    impure = composed("return launch_k(x % 2)")
+    assert rules(impure, model_source=ORIGINAL) == [("PUR005", line_of(impure, "x % 2"), 25)]
+
+
 def test_impurity_inside_a_called_helper_is_found():
     text = composed("return helper(x)", extra="""
     def helper(t):

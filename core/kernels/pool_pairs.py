@@ -19,7 +19,7 @@ from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, pow2_at_least
 from .indexing import MEMORY_TUNING, array_param, decode
 from .pool_paths import (I, _arange_along, _epilogue, _kernel_head, _launch_module, _pair_halves, _store_lines,
-                         pair_dtype_ok, pair_word)
+                         pair_dtype_ok, pair_views)
 from .rowwise import cdiv
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogu
         lead = decode("rr" if pool.nd == 2 else "mm", pool.lead, lines, I, "l")
         env = _epilogue(spec, pool, epilogue, env, lead, (["o0"] if pool.nd == 2 else []) + ["oj"], out_tile, lines)
     _store_lines(spec, env, out_tile, "(pid_m, pid_j)", lines)
-    views = [f".reshape({R * H}, {In[-1]})", f".view({pair_word(pool.x.dtype)})"]
+    views = [f".reshape({R * H}, {In[-1]})"] + pair_views(x, pool.x.dtype)
     return _launch_module(spec, pool, lines, views, [M, Wo], cdiv(M, BM) * nbj, [BM, BJ],
                           f"{rec.op}: 3-wide stride-2 windows over element pairs read as words "
                           f"({R * H}, {In[-1] // 2}); "

@@ -429,7 +429,7 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
     views = [f".reshape({', '.join(map(str, [R] + In))})"] + _floor_crop(O, K, In)
     views.append(f".view({', '.join(map(str, view))})")
     if pairs:
-        views.append(f".view({pair_word(pool.x.dtype)})")
+        views += pair_views(x, pool.x.dtype)
     how = "element pairs read as one word" if pairs else ("row" if inner_merged else "split-view")
     return _launch_module(spec, pool, lines, views, [M] + O[1:], cdiv(M, BM) * prod(nb), [BM] + BO,
                           f"{rec.op}: non-overlapping {K} windows; input viewed as {view}, tile {BM} x {BO} outputs "
@@ -445,6 +445,12 @@ def pair_dtype_ok(dtype: str) -> bool:
 def pair_word(dtype: str) -> str:
     """The torch dtype holding two adjacent elements of `dtype`."""
     return "torch.int64" if dtype == "float32" else "torch.int32"
+
+
+def pair_views(x: str, dtype: str) -> list[str]:
+    """Wrapper suffixes viewing `x` as pair words: a tensor starting at an odd element (a flat buffer sliced by
+    one) cannot be viewed so and is copied first."""
+    return [f".clone() if {x}.storage_offset() % 2 else {x}", f".view({pair_word(dtype)})"]
 
 
 def _pair_view(pool: PoolOp) -> bool:

@@ -332,3 +332,25 @@ def test_gpu_pair_cases_pass_on_the_emulator(name, monkeypatch):
     for dtype in ("float16", "bfloat16"):
         test_pool_gpu.test_pool_kernel_matches_reference(name, shape, dtype)
     test_pool_gpu.test_pool_float32_pair_views(name, shape, monkeypatch)
+
+
+@pytest.mark.parametrize("expr", ["F.max_pool2d(x, 2)", "F.max_pool2d(x, 3, 2, 1)"])
+def test_pair_views_take_inputs_at_an_odd_offset(expr):
+    """A contiguous input starting at an odd element (a flat buffer sliced by one) cannot be viewed as pair words in
+    place: the wrapper copies it first instead of failing."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(forward(expr), "[torch.randn(2, 3, 10, 12).half()]", FAMILY)
+    source = generate_kernel(spec)
+    assert "storage_offset() % 2" in source.code
+    buf = torch.randn(1 + 2 * 3 * 10 * 12, generator=torch.Generator().manual_seed(2)).half()
+    x = buf[1:].view(2, 3, 10, 12)
+    assert x.is_contiguous() and x.storage_offset() == 1
+    with emulation():
+        out = load_emulated(source)[source.launch_name](x)
+    expected = F.max_pool2d(x, 2) if expr.endswith("2)") else F.max_pool2d(x, 3, 2, 1)
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
