@@ -3,8 +3,8 @@
 Covered ops: embedding, index_select, gather, index.Tensor (advanced indexing, any number of index tensors,
 adjacent or not, negative indices wrap), take, flip, roll (with dims or flattened), repeat, tile, constant_pad_nd /
 pad (constant, reflect, replicate, circular) and reflection_pad*/replication_pad*, one_hot, pixel_shuffle,
-pixel_unshuffle, upsample_nearest2d, repeat_interleave (int repeats), diagonal, diag_embed; with fused elementwise
-epilogues.
+pixel_unshuffle, upsample_nearest2d, upsample_bilinear2d (four gathers blended in float32), repeat_interleave (int
+repeats), diagonal, diag_embed; with fused elementwise epilogues.
 
 Layout: the output (any rank) is viewed as (R, L) = (all leading dims, last dim) and tiled (BR, BL); a block decodes
 its rows into leading coordinates ((BR, 1) tiles) and its columns into the last coordinate ((1, BL) tile), maps
@@ -14,7 +14,7 @@ constant padding and masked positions are produced). Embedding rows are read wit
 (one sparse token index per output row, a dense slice of the embedding dim). Sources are read through their
 strides (no copies); the output tile is written with one coalesced `ct.store`. Unsupported (skeletons):
 embedding_bag, scatter/scatter_add/index_put/index_add (scatter-style writes), repeat_interleave with a tensor of
-repeats and boolean-mask indexing (data-dependent shapes), upsample_bilinear2d, grid_sampler_2d.
+repeats and boolean-mask indexing (data-dependent shapes), grid_sampler_2d.
 """
 
 from __future__ import annotations
@@ -350,6 +350,39 @@ def _upsample_nearest2d(c: _Ctx) -> str:
     return c.gather(x, src)
 
 
+def _upsample_bilinear2d(c: _Ctx) -> str:
+    """PyTorch's bilinear interpolation (upsample_bilinear2d / F.interpolate(mode='bilinear')), both corner modes,
+    scale factors or sizes: per output dim, source = o * scale (align_corners) or max((o + 0.5) * scale - 0.5, 0),
+    scale = (in - 1) / (out - 1) or 1 / scale_factor or in / out, rounded to float32 as the device computes it; the
+    two neighbours floor(source) and min(floor + 1, in - 1) are blended by the fractional part. Four gathers per
+    output, float32 weights."""
+    x = c.tensor("input" if "input" in c.args else "self")
+    if len(x.shape) != 4:
+        raise Unsupported("upsample_bilinear2d needs an (N, C, H, W) input")
+    align = bool(c.args.get("align_corners"))
+    scales = c.args.get("scale_factors") or [c.args.get("scales_h"), c.args.get("scales_w")]
+    near, far, frac = [], [], []
+    for i in range(2):
+        n_in, n_out, o = x.shape[2 + i], c.out_shape[2 + i], c.coords[2 + i]
+        sc = scales[i] if scales else None
+        if align:
+            scale = _f32_div(n_in - 1, n_out - 1) if n_out > 1 else 0.0
+        else:
+            scale = _f32(1.0 / float(sc)) if sc else _f32_div(n_in, n_out)
+        of = "0.0" if o == "0" else f"{o}.astype(ct.float32)"
+        src = c.tmp(f"{of} * {scale!r}" if align else f"ct.maximum(({of} + 0.5) * {scale!r} - 0.5, 0.0)", "us")
+        i0 = c.tmp(f"ct.floor({src}).astype(ct.int32)", "ui")
+        near.append(i0)
+        far.append(c.tmp(f"ct.minimum({i0} + 1, {n_in - 1})", "ui"))
+        frac.append(c.tmp(f"{src} - {i0}.astype(ct.float32)", "ul"))
+    lead, rows, cols = list(c.coords[:2]), (near[0], far[0]), (near[1], far[1])
+    g = {(a, b): c.tmp(f"{c.gather(x, lead + [rows[a], cols[b]])}.astype(ct.float32)", "uv")
+         for a in (0, 1) for b in (0, 1)}
+    lh, lw = frac
+    return (f"(1.0 - {lh}) * ((1.0 - {lw}) * {g[0, 0]} + {lw} * {g[0, 1]}) + "
+            f"{lh} * ((1.0 - {lw}) * {g[1, 0]} + {lw} * {g[1, 1]})")
+
+
 def _repeat_interleave(c: _Ctx) -> str:
     a = c.args
     if "self" not in a or not is_ref(a.get("self")) or is_ref(a.get("repeats")):
@@ -402,6 +435,7 @@ _OPS = {
     "reflection_pad1d": _pad, "reflection_pad2d": _pad, "reflection_pad3d": _pad, "replication_pad1d": _pad,
     "replication_pad2d": _pad, "replication_pad3d": _pad, "one_hot": _one_hot, "pixel_shuffle": _pixel_shuffle,
     "pixel_unshuffle": _pixel_unshuffle, "upsample_nearest2d": _upsample_nearest2d,
+    "upsample_bilinear2d": _upsample_bilinear2d,
     "repeat_interleave": _repeat_interleave, "diagonal": _diagonal, "diag_embed": _diag_embed,
 }
 

@@ -51,6 +51,13 @@ CASES = {
     "upsample_scale": (forward("F.interpolate(x, scale_factor=2, mode='nearest')"), "[torch.randn(2, 3, 4, 5)]",
                        {}),
     "upsample_size": (forward("F.interpolate(x, size=(7, 9), mode='nearest')"), "[torch.randn(2, 3, 4, 5)]", {}),
+    "bilinear_x2": (forward("F.interpolate(x, scale_factor=2, mode='bilinear')"), "[torch.randn(2, 3, 5, 6)]", {}),
+    "bilinear_size_corners_fp16": (forward("F.interpolate(x, size=(7, 9), mode='bilinear', align_corners=True)"),
+                                   "[torch.randn(2, 3, 5, 6).half()]", {}),
+    "bilinear_down_relu_bf16": (forward("torch.relu(F.interpolate(x, size=(3, 1), mode='bilinear'))"),
+                                "[torch.randn(2, 3, 8, 9).to(torch.bfloat16)]", {}),
+    "bilinear_scales_2_5_by_0_5": (forward("F.interpolate(x, scale_factor=(2.5, 0.5), mode='bilinear')"),
+                                   "[torch.randn(2, 2, 5, 8)]", {}),
     "repeat_interleave_dim": (forward("x.repeat_interleave(3, dim=1)"), "[torch.randn(2, 3, 4)]", {}),
     "repeat_interleave_flat": (forward("x.repeat_interleave(2)"), "[torch.randn(2, 3)]", {}),
     "diagonal_mul": (forward("torch.diagonal(x, 1, 0, 1) * 2"), "[torch.randn(5, 6)]", {}),
@@ -81,10 +88,31 @@ def test_unsupported_gather_ops_become_skeletons():
 
 
 
-@pytest.mark.parametrize("name", ["embedding_add_relu", "gather", "flip", "index_split", "pad_reflect", "take"])
+@pytest.mark.parametrize("name", ["embedding_add_relu", "gather", "flip", "index_split", "pad_reflect", "take",
+                                  "bilinear_x2"])
 def test_gather_strided_inputs(name):
     """Non-contiguous sources and index tensors are read through their strides."""
     body, inputs, kw = CASES[name]
     spec = snippet_spec(body, inputs, FAMILY)
     result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True, **kw))
     assert result.ok, result.message
+
+
+def test_bilinear_matches_pytorch_in_float32_to_rounding():
+    """Bilinear upsampling reproduces PyTorch's float32 result to a few ulp (same float32 scale, same source index
+    rule, same blend order), corner modes and fractional scales included."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+
+    for kw in ({"scale_factor": 2}, {"size": (11, 3), "align_corners": True}, {"scale_factor": (1.7, 0.6)}):
+        args = ", ".join(f"{k}={v!r}" for k, v in kw.items())
+        spec = snippet_spec(forward(f"F.interpolate(x, {args}, mode='bilinear')"), "[torch.randn(2, 3, 6, 7)]",
+                            FAMILY)
+        source = generate_kernel(spec)
+        x = torch.randn(2, 3, 6, 7, generator=torch.Generator().manual_seed(1))
+        with emulation():
+            out = load_emulated(source)[source.launch_name](x)
+        torch.testing.assert_close(out, F.interpolate(x, mode="bilinear", **kw), rtol=1e-6, atol=1e-6)
