@@ -35,6 +35,7 @@ CASES = [
     ("nn.GRU(16, 520, bidirectional=True)", "(6, 3, 16)", "bfloat16"),
     ("nn.RNN(8, 320, nonlinearity='relu', batch_first=True)", "(40, 5, 8)", "float16"),
     ("nn.LSTM(16, 1024, num_layers=2)", "(3, 4, 16)", "bfloat16"),
+    ("nn.GRU(8, 300, batch_first=True)", "(70, 4, 8)", "float16"),  # 3 blocks of 32 batch rows, the last partial
 ]
 
 
