@@ -2,7 +2,7 @@
 
 Layout: the input is (lead..., *spatial) with nd spatial dims (lead is (N, C), (C,) or anything else); the output
 (lead..., *out_spatial) is tiled as a 2-D (rows = lead elements, cols = output positions) problem. This module
-parses the op (PoolOp) and picks one of five paths, in this order; pool_paths.py and pool_pairs.py emit them:
+parses the op (PoolOp) and picks one of five paths, in this order; pool_paths.py, pool_aligned.py and pool_pairs.py emit them:
 - global (every output spatial size 1 and a window covering the whole input, adaptive pooling to 1 included): a
   row reduction over (BR, BS) tiles of the (rows, positions) view, coalesced `ct.load`s, float32 accumulation.
 - aligned (kernel == stride, power-of-two kernel, no padding/dilation/indices: the common max_pool2d(2)): the
@@ -37,7 +37,8 @@ from .base import KernelSource, Unsupported
 from .expr import bind_args
 from .indexing import MEMORY_TUNING, guarded, input_for, prod, tuple_items
 from .pool_pairs import generate_pair_windows, pair_windows_fit
-from .pool_paths import generate_aligned, generate_global, generate_shifted, generate_windowed, shift_groups
+from .pool_aligned import generate_aligned
+from .pool_paths import generate_global, generate_shifted, generate_windowed, shift_groups
 
 FLAT_LIMIT = 2 ** 31  # inputs with fewer elements are gathered through a flat view with int32 offsets
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, pow2_at_least
 from .indexing import MEMORY_TUNING, array_param, decode
-from .pool_paths import (I, _arange_along, _epilogue, _kernel_head, _launch_module, _pair_halves, _store_lines,
-                         pair_dtype_ok, pair_views)
+from .pool_aligned import _pair_halves, pair_dtype_ok, pair_views
+from .pool_paths import I, _arange_along, _epilogue, _kernel_head, _launch_module, _store_lines
 from .rowwise import cdiv
 
 if TYPE_CHECKING:
