@@ -27,8 +27,8 @@ from kernels import CASES, _index_inputs, copy_ms, median_ms, print_table, spec_
 def _shifted(inner: str, outputs: int, rows: int, cols: int) -> tuple[str, dict]:
     """A shifted-path max_pool variant: `outputs` per block as (channels x rows x cols) output tiles."""
     return (f"{inner} {outputs}: {outputs // (rows * cols)} rows x {rows}x{cols}",
-            {"pool_pair_windows": False, "pool_overlap_mode": "shifted", "pool_overlap_inner": inner, "pool_overlap_outputs": outputs,
-             "pool_overlap_rows": rows, "pool_overlap_cols": cols})
+            {"pool_pair_windows": False, "pool_overlap_mode": "shifted", "pool_overlap_inner": inner,
+             "pool_overlap_outputs": outputs, "pool_overlap_rows": rows, "pool_overlap_cols": cols})
 
 
 # case label (as in bench/kernels.py) → list of (variant name, MEMORY_TUNING overrides)

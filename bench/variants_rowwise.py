@@ -60,7 +60,6 @@ VARIANTS = {
     "unchecked": {"unchecked_exact": True},
     "nopersist": {"persistent": False},
     "occ1": {"occupancy": 1},
-    "occ3": {"occupancy": 3},
     "occ4": {"occupancy": 4},
     "nohints": {"load_latency": None, "store_tma": None},
     "tmastore": {"store_tma": None},

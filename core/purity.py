@@ -37,11 +37,13 @@ RULES = {
 
 ALLOC = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
          "arange", "tensor", "as_tensor"}
-REARRANGE = {"reshape", "view", "permute", "contiguous", "transpose", "flatten", "unflatten", "unsqueeze", "squeeze",
-             "expand", "expand_as", "narrow", "select", "t", "movedim", "swapaxes", "view_as", "reshape_as", "chunk",
-             "split", "unbind", "clone", "detach", "to", "cuda", "cpu", "float", "half", "bfloat16", "type",
-             "size", "dim", "numel", "stride", "storage_offset", "item", "tolist", "is_contiguous", "data_ptr",
-             "element_size", "new_empty", "new_zeros", "new_ones", "new_full", "masked_fill_not", "get_device"}
+# tensor methods that return plain Python values (metadata, scalars): arithmetic on them is host glue
+METADATA = {"size", "dim", "numel", "stride", "storage_offset", "item", "tolist", "element_size"}
+REARRANGE = METADATA | {"reshape", "view", "permute", "contiguous", "transpose", "flatten", "unflatten", "unsqueeze",
+                        "squeeze", "expand", "expand_as", "narrow", "select", "t", "movedim", "swapaxes", "view_as",
+                        "reshape_as", "chunk", "split", "unbind", "clone", "detach", "to", "cuda", "cpu", "float",
+                        "half", "bfloat16", "type", "is_contiguous", "data_ptr", "new_empty", "new_zeros", "new_ones",
+                        "new_full", "masked_fill_not", "get_device"}
 CONCAT = {"cat", "stack", "concat", "concatenate", "hstack", "vstack"}
 TORCH_OK = ALLOC | CONCAT | {"reshape", "permute", "transpose", "flatten", "unsqueeze", "squeeze", "narrow", "select",
                             "chunk", "split", "unbind", "movedim", "swapaxes", "device", "Size", "no_grad",
@@ -284,7 +286,7 @@ class _FunctionChecker(ast.NodeVisitor):
                 return False
             return self._root(node) in self.model_names or self._is_tensor_expr(node.value)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in ("size", "dim", "numel", "stride", "storage_offset", "item", "tolist", "element_size"):
+            if node.func.attr in METADATA:
                 return False
             return self._is_tensor_expr(node.func.value)
         if isinstance(node, ast.BinOp):

@@ -46,7 +46,7 @@ MEMORY_TUNING: dict[str, Any] = {
     # reduction identity ("identity": -inf for max, which the hardware fill cannot produce)
     "pool_aligned_pad": "zero",
     # "rows" layout, 16-bit input, innermost windows exact pairs: read the pairs as int32 and split them with
-    # bit operations instead of reshaping the row tile (pool_paths._pair_view). Specialized sm_90 SASS of
+    # bit operations instead of reshaping the row tile (pool_aligned._pair_view). Specialized sm_90 SASS of
     # max_pool2d(2) 64x128x112x112 bf16: no shared memory and no shuffles (the reshape: 91 KB, 256 SHFL, 200 STS
     # per thread), plain LDGs instead of TMA. H200, same run (eager 0.345 ms): reshape 32768 0.260 ms; pairs
     # 8192 0.123, 16384 0.120, 32768 0.133, 65536 0.144

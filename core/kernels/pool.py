@@ -2,7 +2,8 @@
 
 Layout: the input is (lead..., *spatial) with nd spatial dims (lead is (N, C), (C,) or anything else); the output
 (lead..., *out_spatial) is tiled as a 2-D (rows = lead elements, cols = output positions) problem. This module
-parses the op (PoolOp) and picks one of five paths, in this order; pool_paths.py, pool_aligned.py and pool_pairs.py emit them:
+parses the op (PoolOp) and picks one of five paths, in this order; pool_paths.py, pool_aligned.py and
+pool_pairs.py emit them:
 - global (every output spatial size 1 and a window covering the whole input, adaptive pooling to 1 included): a
   row reduction over (BR, BS) tiles of the (rows, positions) view, coalesced `ct.load`s, float32 accumulation.
 - aligned (kernel == stride, power-of-two kernel, no padding/dilation/indices: the common max_pool2d(2)): the

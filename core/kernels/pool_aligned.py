@@ -164,15 +164,11 @@ def pair_dtype_ok(dtype: str) -> bool:
     return dtype in ("float16", "bfloat16") or (dtype == "float32" and bool(MEMORY_TUNING["pool_pairs_fp32"]))
 
 
-def pair_word(dtype: str) -> str:
-    """The torch dtype holding two adjacent elements of `dtype`."""
-    return "torch.int64" if dtype == "float32" else "torch.int32"
-
-
 def pair_views(x: str, dtype: str) -> list[str]:
-    """Wrapper suffixes viewing `x` as pair words: a tensor starting at an odd element (a flat buffer sliced by
-    one) cannot be viewed so and is copied first."""
-    return [f".clone() if {x}.storage_offset() % 2 else {x}", f".view({pair_word(dtype)})"]
+    """Wrapper suffixes viewing `x` as pair words (int64 for float32, int32 for 16-bit dtypes): a tensor starting
+    at an odd element (a flat buffer sliced by one) cannot be viewed so and is copied first."""
+    word = "torch.int64" if dtype == "float32" else "torch.int32"
+    return [f".clone() if {x}.storage_offset() % 2 else {x}", f".view({word})"]
 
 
 def _pair_view(pool: PoolOp) -> bool:

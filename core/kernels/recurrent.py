@@ -30,6 +30,8 @@ PyTorch's initialisation, U(-1/sqrt(H), 1/sqrt(H)), where float32 vs float64 dif
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 
@@ -44,18 +46,49 @@ STATE_ELEMS = 2048
 MAX_PERSISTENT_HIDDEN = 256
 
 
-def generate(spec: KernelSpec) -> KernelSource:
+@dataclass(frozen=True)
+class Layer:
+    """One recurrence spec, parsed: the spec inputs bound to the input projection gx, W_hh (w), b_hh (b, or None),
+    h0 and c0 (LSTM), the sizes, the direction flags and the wrapper's return values (from y, hn, cn)."""
+
+    kid: str
+    kind: str
+    gates: int
+    gx: str
+    w: str
+    b: str | None
+    h0: str
+    c0: str | None
+    batch: int
+    steps: int
+    hidden: int
+    batch_first: bool
+    reverse: bool
+    relu: bool
+    dtype: str
+    params: list[str]
+    rets: list[str]
+
+    @property
+    def lstm(self) -> bool:
+        return self.kind == "lstm_recurrence"
+
+    @property
+    def split_tf32(self) -> bool:
+        return self.dtype == "float32"
+
+
+def parse_layer(spec: KernelSpec) -> Layer:
     if len(spec.ops) != 1 or spec.ops[0].op not in GATES:
         raise Unsupported(f"recurrent spec with ops {spec.operations}")
     op = spec.ops[0]
-    kind, gates = op.op, GATES[op.op]
+    kind = op.op
     by_value = {t.graph_value: t for t in spec.inputs}
     args = op.args
     gx, w, b, h0 = args[0], args[1], args[2], args[3]
     c0 = args[4] if kind == "lstm_recurrence" else None
     flags = args[5:] if kind == "lstm_recurrence" else args[4:]
-    batch_first, reverse = bool(flags[0]), bool(flags[1])
-    relu = bool(flags[2]) if kind == "rnn_recurrence" else False
+    batch_first = bool(flags[0])
 
     def name(v):
         return by_value[v["ref"]].name if isinstance(v, dict) else None
@@ -63,48 +96,44 @@ def generate(spec: KernelSpec) -> KernelSource:
     t_gx, t_w = by_value[gx["ref"]], by_value[w["ref"]]
     if t_gx.dtype not in CT:
         raise Unsupported(f"recurrence in {t_gx.dtype}")
-    hidden = t_w.shape[1]
-    batch, steps = (t_gx.shape[0], t_gx.shape[1]) if batch_first else (t_gx.shape[1], t_gx.shape[0])
-    hp = pow2_at_least(hidden, 16)
     results = {0: "y", 1: "hn", 2: "cn"}
     rets = [results[o.tuple_index] for o in spec.outputs if o.tuple_index in results]
     if len(rets) != len(spec.outputs):
         raise Unsupported(f"{kind}: outputs {[o.name for o in spec.outputs]} are not elements of the recurrence")
+    batch, steps = (t_gx.shape[0], t_gx.shape[1]) if batch_first else (t_gx.shape[1], t_gx.shape[0])
+    return Layer(spec.id, kind, GATES[kind], name(gx), name(w), name(b), name(h0), name(c0) if c0 else None,
+                 batch, steps, t_w.shape[1], batch_first, bool(flags[1]),
+                 bool(flags[2]) if kind == "rnn_recurrence" else False, t_gx.dtype, [t.name for t in spec.inputs],
+                 rets)
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    ly = parse_layer(spec)
+    hp = pow2_at_least(ly.hidden, 16)
     if hp > MAX_PERSISTENT_HIDDEN:
         from .recurrent_step import generate_stepped
 
-        return generate_stepped(spec.id, kind, gates,
-                                {"gx": name(gx), "w": name(w), "b": name(b), "h0": name(h0),
-                                 "c0": name(c0) if c0 else None},
-                                {"batch": batch, "steps": steps, "hidden": hidden},
-                                {"batch_first": batch_first, "reverse": reverse, "relu": relu}, t_gx.dtype,
-                                [t.name for t in spec.inputs], rets)
+        return generate_stepped(ly)
     # the state (h, c and float32's split h) lives in registers: BB * HP is capped, wider layers take fewer rows
-    bb = min(pow2_at_least(min(batch, 64), 16), max(16, STATE_ELEMS // hp))
-    kid = spec.id
-    gx_n, w_n, b_n, h0_n, c0_n = name(gx), name(w), name(b), name(h0), name(c0) if c0 else None
-    params = [t.name for t in spec.inputs]
-    has_bias = b_n is not None
-    lstm = kind == "lstm_recurrence"
-
-    split_tf32 = t_gx.dtype == "float32"
+    bb = min(pow2_at_least(min(ly.batch, 64), 16), max(16, STATE_ELEMS // hp))
     chunk = min(hp, CHUNK)
     nk = hp // chunk
-    hold = not split_tf32 and nk == 1
-    k = _kernel_lines(kid, kind, gates, nk, split_tf32, hold)
-    w_host = wrapper_head(kid, params, gx_n, w_n, b_n, gates, batch, steps, hidden, batch_first, lstm)
+    hold = not ly.split_tf32 and nk == 1
+    k = _kernel_lines(ly.kid, ly.kind, ly.gates, nk, ly.split_tf32, hold)
+    w_host = wrapper_head(ly)
     W = w_host.append
-    launch_args = ["gx", "w", "b", h0_n] + ([c0_n] if lstm else []) + ["y_bt", "hn"] + (["cn"] if lstm else [])
-    W(f"    ct.launch(torch.cuda.current_stream(), (ct.cdiv({batch}, {bb}),), {kid}_kernel,")
-    W(f"              ({', '.join(launch_args)}, {steps}, {chunk}, {bb}, {int(reverse)}, {int(has_bias)}, {int(relu)}))")
-    W(f"    return {', '.join(rets)}")
+    launch_args = ["gx", "w", "b", ly.h0] + ([ly.c0] if ly.lstm else []) + ["y_bt", "hn"] + (["cn"] if ly.lstm else [])
+    W(f"    ct.launch(torch.cuda.current_stream(), (ct.cdiv({ly.batch}, {bb}),), {ly.kid}_kernel,")
+    W(f"              ({', '.join(launch_args)}, {ly.steps}, {chunk}, {bb}, {int(ly.reverse)}, "
+      f"{int(ly.b is not None)}, {int(ly.relu)}))")
+    W(f"    return {', '.join(ly.rets)}")
     code = "\n".join(k) + "\n\n\n" + "\n".join(w_host) + "\n"
-    return KernelSource(spec_id=kid, family="recurrent", code=code, launch_name=f"launch_{kid}",
-                        kernel_names=[f"{kid}_kernel"],
-                        notes=[f"{kind}: BB={bb} batch rows per block, hidden {hidden} padded to {hp} in {nk} "
-                               f"chunk(s) of {chunk}, {steps} steps in one persistent kernel; "
+    return KernelSource(spec_id=ly.kid, family="recurrent", code=code, launch_name=f"launch_{ly.kid}",
+                        kernel_names=[f"{ly.kid}_kernel"],
+                        notes=[f"{ly.kind}: BB={bb} batch rows per block, hidden {ly.hidden} padded to {hp} in {nk} "
+                               f"chunk(s) of {chunk}, {ly.steps} steps in one persistent kernel; "
                                + ("float32: per-step W_hh tile loads, split-TF32 (3 mma) tensor-core GEMM"
-                                  if split_tf32 else "W_hh tiles kept on chip" if hold
+                                  if ly.split_tf32 else "W_hh tiles kept on chip" if hold
                                   else "per-step W_hh tile loads")])
 
 
@@ -129,11 +158,6 @@ def _kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool, ho
         for j in range(nk):
             L(f"    cs{j} = ct.load(c0, index=(pid, {j}), shape=(BB, C), padding_mode=zero).astype(ct.float32)")
 
-    def w_tile(g: int, kk: str, j: int) -> str:
-        # w viewed as (G, H, H): rows kk, columns j of W_g^T through a transposed tile order
-        return (f"ct.reshape(ct.load(w, index=({g}, {kk}, {j}), shape=(1, C, C), order=(0, 2, 1), "
-                "padding_mode=zero), (C, C))")
-
     for g in range(gates):
         for j in range(nk):
             L(f"    b{g}_{j} = ct.reshape(ct.load(b, index=({g}, {j}), shape=(1, C), padding_mode=zero), (1, C))"
@@ -146,8 +170,7 @@ def _kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool, ho
     # the GEMM's left operand(s): the whole state as one tile (chunks joined), float32 split in hi + lo TF32
     L(f"        hf = {_cat([f'hs{j}' for j in range(nk)])}")
     if split_tf32:
-        L("        hf_hi = hf.astype(ct.tfloat32)")
-        L("        hf_lo = (hf - hf_hi.astype(ct.float32)).astype(ct.tfloat32)")
+        k += tf32_split("        ", "hf")
         lhs = ["hf_hi", "hf_lo"]
     else:
         L("        hf = hf.astype(w.dtype)")
@@ -164,23 +187,11 @@ def _kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool, ho
         else:
             ops = lhs
         for g in range(gates):
-            if split_tf32:
-                hi, lo = ops
-                L(f"{ind}wt = {w_tile(g, 'kk' if nk > 1 else '0', j)}.astype(ct.float32)")
-                L(f"{ind}wt_hi = wt.astype(ct.tfloat32)")
-                L(f"{ind}wt_lo = (wt - wt_hi.astype(ct.float32)).astype(ct.tfloat32)")
-                # small terms first, so they are not lost against the large one
-                L(f"{ind}r{g} = ct.mma({hi}, wt_lo, r{g})")
-                L(f"{ind}r{g} = ct.mma({lo}, wt_hi, r{g})")
-                L(f"{ind}r{g} = ct.mma({hi}, wt_hi, r{g})")
-            else:
-                wt = f"w{g}" if hold else w_tile(g, "kk" if nk > 1 else "0", j)
-                L(f"{ind}r{g} = ct.mma({ops[0]}, {wt}, r{g})")
+            k += mma_lines(ind, g, f"w{g}" if hold else w_tile(g, "kk" if nk > 1 else "0", j), ops, split_tf32)
         for g in range(gates):
             L("        if HAS_BIAS:")
             L(f"            r{g} = r{g} + b{g}_{j}")
-            L(f"        x{g} = ct.reshape(ct.load(gx, index=(pid, t, {g}, {j}), shape=(BB, 1, 1, C), "
-              "padding_mode=zero), (BB, C)).astype(ct.float32)")
+            L(f"        x{g} = {gx_tile(g, j)}")
         k += gate_lines(kind, "        ", f"cs{j}", f"hs{j}", f"n{j}")
         L(f"        ct.store(y, index=(pid, t, {j}), tile=ct.reshape(n{j}, (BB, 1, C)).astype(y.dtype))")
     for j in range(nk):
@@ -192,22 +203,51 @@ def _kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool, ho
     return k
 
 
-def wrapper_head(kid: str, params: list[str], gx_n: str, w_n: str, b_n: str | None, gates: int, batch: int,
-                 steps: int, hidden: int, batch_first: bool, lstm: bool) -> list[str]:
+def w_tile(g: int, kk: str, j: str | int) -> str:
+    """Rows kk, columns j of W_g^T as a (C, C) tile: w viewed as (G, H, H), read through a transposed tile order."""
+    return (f"ct.reshape(ct.load(w, index=({g}, {kk}, {j}), shape=(1, C, C), order=(0, 2, 1), "
+            "padding_mode=zero), (C, C))")
+
+
+def gx_tile(g: int, j: str | int) -> str:
+    """Gate g's input projection at step t, columns j, as a (BB, C) float32 tile."""
+    return (f"ct.reshape(ct.load(gx, index=(pid, t, {g}, {j}), shape=(BB, 1, 1, C), padding_mode=zero), "
+            "(BB, C)).astype(ct.float32)")
+
+
+def tf32_split(ind: str, x: str) -> list[str]:
+    """x = x_hi + x_lo in TF32 (x a float32 tile), as {x}_hi and {x}_lo."""
+    return [f"{ind}{x}_hi = {x}.astype(ct.tfloat32)",
+            f"{ind}{x}_lo = ({x} - {x}_hi.astype(ct.float32)).astype(ct.tfloat32)"]
+
+
+def mma_lines(ind: str, g: int, wt: str, lhs: list[str], split_tf32: bool) -> list[str]:
+    """r{g} += lhs @ wt: one mma, or split TF32 (lhs = [hi, lo]; three mmas, the small terms first so they are not
+    lost against the large one)."""
+    if not split_tf32:
+        return [f"{ind}r{g} = ct.mma({lhs[0]}, {wt}, r{g})"]
+    hi, lo = lhs
+    return ([f"{ind}wt = {wt}.astype(ct.float32)"] + tf32_split(ind, "wt") +
+            [f"{ind}r{g} = ct.mma({hi}, wt_lo, r{g})", f"{ind}r{g} = ct.mma({lo}, wt_hi, r{g})",
+             f"{ind}r{g} = ct.mma({hi}, wt_hi, r{g})"])
+
+
+def wrapper_head(ly: Layer) -> list[str]:
     """The launch wrapper's first lines: (B, T, G, H) view of the input projection, (G, H, H) weights, (G, H)
     bias, and the outputs y (with its (B, T, H) view y_bt), h_n and (LSTM) c_n."""
-    w = [f"def launch_{kid}({', '.join(params)}):",
-         f"    gx = {gx_n}.reshape({gx_n}.shape[0], {gx_n}.shape[1], {gates}, {hidden})"]
-    if not batch_first:
+    gx, batch, steps, hidden = ly.gx, ly.batch, ly.steps, ly.hidden
+    w = [f"def launch_{ly.kid}({', '.join(ly.params)}):",
+         f"    gx = {gx}.reshape({gx}.shape[0], {gx}.shape[1], {ly.gates}, {hidden})"]
+    if not ly.batch_first:
         w.append("    gx = gx.transpose(0, 1)  # (B, T, G, H) view, read with its strides")
-    w.append(f"    w = {w_n}.reshape({gates}, {hidden}, {hidden})")
-    w.append(f"    b = {b_n}.reshape({gates}, {hidden})" if b_n else "    b = w[:, 0, :]  # unused (HAS_BIAS=0)")
-    y_shape = f"({batch}, {steps}, {hidden})" if batch_first else f"({steps}, {batch}, {hidden})"
-    w.append(f"    y = torch.empty({y_shape}, dtype={gx_n}.dtype, device={gx_n}.device)")
-    w.append(f"    hn = torch.empty(({batch}, {hidden}), dtype={gx_n}.dtype, device={gx_n}.device)")
-    if lstm:
-        w.append(f"    cn = torch.empty(({batch}, {hidden}), dtype={gx_n}.dtype, device={gx_n}.device)")
-    w.append(f"    y_bt = y if {batch_first} else y.transpose(0, 1)")
+    w.append(f"    w = {ly.w}.reshape({ly.gates}, {hidden}, {hidden})")
+    w.append(f"    b = {ly.b}.reshape({ly.gates}, {hidden})" if ly.b else "    b = w[:, 0, :]  # unused (HAS_BIAS=0)")
+    y_shape = f"({batch}, {steps}, {hidden})" if ly.batch_first else f"({steps}, {batch}, {hidden})"
+    w.append(f"    y = torch.empty({y_shape}, dtype={gx}.dtype, device={gx}.device)")
+    w.append(f"    hn = torch.empty(({batch}, {hidden}), dtype={gx}.dtype, device={gx}.device)")
+    if ly.lstm:
+        w.append(f"    cn = torch.empty(({batch}, {hidden}), dtype={gx}.dtype, device={gx}.device)")
+    w.append(f"    y_bt = y if {ly.batch_first} else y.transpose(0, 1)")
     return w
 
 

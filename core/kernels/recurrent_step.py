@@ -13,7 +13,7 @@ hidden 1024 in bf16). The host loop launches T kernels; the hidden size needs no
 from __future__ import annotations
 
 from .base import KernelSource
-from .recurrent import CHUNK, gate_lines, wrapper_head
+from .recurrent import CHUNK, Layer, gate_lines, gx_tile, mma_lines, tf32_split, w_tile, wrapper_head
 
 # (BB, 64) float32 accumulators per gate are live together: gates * BB * 64 <= this (LSTM: BB 32, RNN: 64)
 STEP_ACC_ELEMS = 8192
@@ -28,90 +28,72 @@ def step_block_rows(batch: int, gates: int) -> int:
     return rows
 
 
-def step_kernel_lines(kid: str, kind: str, gates: int, nk: int, split_tf32: bool) -> list[str]:
-    lstm = kind == "lstm_recurrence"
-    sig = ["gx", "w", "b", "hp", "cp", "y", "cs", "hn", "cn"] if lstm else ["gx", "w", "b", "hp", "y", "hn"]
+def step_kernel_lines(ly: Layer, nk: int) -> list[str]:
+    sig = ["gx", "w", "b", "hp", "cp", "y", "cs", "hn", "cn"] if ly.lstm else ["gx", "w", "b", "hp", "y", "hn"]
     k = ["@ct.kernel",
-         f"def {kid}_kernel({', '.join(sig)}, t, C: ct.Constant[int], BB: ct.Constant[int],",
+         f"def {ly.kid}_kernel({', '.join(sig)}, t, C: ct.Constant[int], BB: ct.Constant[int],",
          "        HAS_BIAS: ct.Constant[int], RELU: ct.Constant[int], LAST: ct.Constant[int]):",
          "    pid = ct.bid(0)",
          "    j = ct.bid(1)",
          "    zero = ct.PaddingMode.ZERO"]
     L = k.append
-    for g in range(gates):
+    for g in range(ly.gates):
         L(f"    r{g} = ct.zeros((BB, C), dtype=ct.float32)")
     L(f"    for kk in range({nk}):")
     L("        hk = ct.load(hp, index=(pid, kk), shape=(BB, C), padding_mode=zero)")
-    if split_tf32:
+    if ly.split_tf32:
         L("        hk = hk.astype(ct.float32)")
-        L("        hk_hi = hk.astype(ct.tfloat32)")
-        L("        hk_lo = (hk - hk_hi.astype(ct.float32)).astype(ct.tfloat32)")
+        k += tf32_split("        ", "hk")
+        lhs = ["hk_hi", "hk_lo"]
     else:
         L("        hk = hk.astype(w.dtype)")
-    for g in range(gates):
-        tile = (f"ct.reshape(ct.load(w, index=({g}, kk, j), shape=(1, C, C), order=(0, 2, 1), padding_mode=zero), "
-                "(C, C))")
-        if split_tf32:
-            L(f"        wt = {tile}.astype(ct.float32)")
-            L("        wt_hi = wt.astype(ct.tfloat32)")
-            L("        wt_lo = (wt - wt_hi.astype(ct.float32)).astype(ct.tfloat32)")
-            L(f"        r{g} = ct.mma(hk_hi, wt_lo, r{g})")  # small terms first
-            L(f"        r{g} = ct.mma(hk_lo, wt_hi, r{g})")
-            L(f"        r{g} = ct.mma(hk_hi, wt_hi, r{g})")
-        else:
-            L(f"        r{g} = ct.mma(hk, {tile}, r{g})")
-    for g in range(gates):
+        lhs = ["hk"]
+    for g in range(ly.gates):
+        k += mma_lines("        ", g, w_tile(g, "kk", "j"), lhs, ly.split_tf32)
+    for g in range(ly.gates):
         L("    if HAS_BIAS:")
         L(f"        r{g} = r{g} + ct.reshape(ct.load(b, index=({g}, j), shape=(1, C), padding_mode=zero), (1, C))"
           ".astype(ct.float32)")
-        L(f"    x{g} = ct.reshape(ct.load(gx, index=(pid, t, {g}, j), shape=(BB, 1, 1, C), padding_mode=zero), "
-          "(BB, C)).astype(ct.float32)")
-    if lstm:
+        L(f"    x{g} = {gx_tile(g, 'j')}")
+    if ly.lstm:
         L("    c = ct.load(cp, index=(pid, j), shape=(BB, C), padding_mode=zero).astype(ct.float32)")
-    if kind == "gru_recurrence":
+    if ly.kind == "gru_recurrence":
         L("    h = ct.load(hp, index=(pid, j), shape=(BB, C), padding_mode=zero).astype(ct.float32)")
-    k += gate_lines(kind, "    ", "c", "h", "n")
+    k += gate_lines(ly.kind, "    ", "c", "h", "n")
     L("    ct.store(y, index=(pid, t, j), tile=ct.reshape(n, (BB, 1, C)).astype(y.dtype))")
-    if lstm:
+    if ly.lstm:
         L("    ct.store(cs, index=(pid, j), tile=c)")
     L("    if LAST:")
     L("        ct.store(hn, index=(pid, j), tile=n.astype(hn.dtype))")
-    if lstm:
+    if ly.lstm:
         L("        ct.store(cn, index=(pid, j), tile=c.astype(cn.dtype))")
     return k
 
 
-def generate_stepped(kid: str, kind: str, gates: int, names: dict, shapes: dict, flags: dict, dtype: str,
-                     params: list[str], rets: list[str]) -> KernelSource:
-    """The per-step kernel and its launch wrapper (a host loop over the T steps). `names`: the spec inputs bound
-    to gx, w, b (or None), h0, c0 (LSTM); `shapes`: batch, steps, hidden; `flags`: batch_first, reverse, relu."""
-    lstm = kind == "lstm_recurrence"
-    batch, steps, hidden = shapes["batch"], shapes["steps"], shapes["hidden"]
-    batch_first, reverse, relu = flags["batch_first"], flags["reverse"], flags["relu"]
-    nk = -(-hidden // CHUNK)
-    bb = step_block_rows(batch, gates)
-    split_tf32 = dtype == "float32"
-    gx_n, w_n, b_n, h0_n = names["gx"], names["w"], names["b"], names["h0"]
-    has_bias = b_n is not None
-    w = wrapper_head(kid, params, gx_n, w_n, b_n, gates, batch, steps, hidden, batch_first, lstm)
+def generate_stepped(ly: Layer) -> KernelSource:
+    """The per-step kernel and its launch wrapper (a host loop over the T steps)."""
+    steps = ly.steps
+    nk = -(-ly.hidden // CHUNK)
+    bb = step_block_rows(ly.batch, ly.gates)
+    w = wrapper_head(ly)
     W = w.append
-    if lstm:
-        W(f"    cs = torch.empty(({batch}, {hidden}), dtype=torch.float32, device={gx_n}.device)  # cell state")
-    W(f"    grid = (ct.cdiv({batch}, {bb}), {nk})")
+    if ly.lstm:
+        W(f"    cs = torch.empty(({ly.batch}, {ly.hidden}), dtype=torch.float32, device={ly.gx}.device)  # cell state")
+    W(f"    grid = (ct.cdiv({ly.batch}, {bb}), {nk})")
     W(f"    for step in range({steps}):")
-    W(f"        t = {steps - 1} - step if {bool(reverse)} else step")
-    W(f"        hp = {h0_n} if step == 0 else y_bt[:, t {'+' if reverse else '-'} 1]")
-    state = ["cp", "y_bt", "cs", "hn", "cn"] if lstm else ["y_bt", "hn"]
-    if lstm:
-        W(f"        cp = {names['c0']} if step == 0 else cs")
-    W(f"        ct.launch(torch.cuda.current_stream(), grid, {kid}_kernel,")
-    W(f"                  (gx, w, b, hp, {', '.join(state)}, t, {CHUNK}, {bb}, {int(has_bias)}, {int(relu)}, "
-      f"int(step == {steps - 1})))")
-    W(f"    return {', '.join(rets)}")
-    code = "\n".join(step_kernel_lines(kid, kind, gates, nk, split_tf32)) + "\n\n\n" + "\n".join(w) + "\n"
-    return KernelSource(spec_id=kid, family="recurrent", code=code, launch_name=f"launch_{kid}",
-                        kernel_names=[f"{kid}_kernel"],
-                        notes=[f"{kind}: hidden {hidden} is wider than one persistent kernel holds; one launch per "
-                               f"step ({steps}), grid of {-(-batch // bb)} x {nk} blocks of {bb} batch rows x "
+    W(f"        t = {steps - 1} - step if {ly.reverse} else step")
+    W(f"        hp = {ly.h0} if step == 0 else y_bt[:, t {'+' if ly.reverse else '-'} 1]")
+    state = ["cp", "y_bt", "cs", "hn", "cn"] if ly.lstm else ["y_bt", "hn"]
+    if ly.lstm:
+        W(f"        cp = {ly.c0} if step == 0 else cs")
+    W(f"        ct.launch(torch.cuda.current_stream(), grid, {ly.kid}_kernel,")
+    W(f"                  (gx, w, b, hp, {', '.join(state)}, t, {CHUNK}, {bb}, {int(ly.b is not None)}, "
+      f"{int(ly.relu)}, int(step == {steps - 1})))")
+    W(f"    return {', '.join(ly.rets)}")
+    code = "\n".join(step_kernel_lines(ly, nk)) + "\n\n\n" + "\n".join(w) + "\n"
+    return KernelSource(spec_id=ly.kid, family="recurrent", code=code, launch_name=f"launch_{ly.kid}",
+                        kernel_names=[f"{ly.kid}_kernel"],
+                        notes=[f"{ly.kind}: hidden {ly.hidden} is wider than one persistent kernel holds; one launch "
+                               f"per step ({steps}), grid of {-(-ly.batch // bb)} x {nk} blocks of {bb} batch rows x "
                                f"{CHUNK} hidden columns, W_hh read from L2 each step"
-                               + ("; float32: split-TF32 (3 mma)" if split_tf32 else "")])
+                               + ("; float32: split-TF32 (3 mma)" if ly.split_tf32 else "")])

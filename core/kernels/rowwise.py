@@ -159,10 +159,10 @@ class Layout:
         if self.nch * passes > TUNING["persist_max_chunks"]:
             self.long_loops = True
             return self
-        occ = int(TUNING["occupancy_stacked" if self.BO >= 8 and self.R <= 1024 else "occupancy"])
-        cap = NUM_SM * max(1, occ)
+        occ = max(1, int(TUNING["occupancy_stacked" if self.BO >= 8 and self.R <= 1024 else "occupancy"]))
+        cap = NUM_SM * occ
         if TUNING["persistent"] and self.kind in ("row", "group") and self.blocks() > cap:
-            self.persistent, self.cap, self.occupancy = True, cap, max(1, occ)
+            self.persistent, self.cap, self.occupancy = True, cap, occ
             if kernel is not None and occ > 1:
                 kernel.options["occupancy"] = occ
         return self

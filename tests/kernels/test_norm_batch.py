@@ -8,9 +8,9 @@ import pytest
 
 from .cutile_emulator import check_emulated
 from .helpers import compile_spec
+from .helpers_gemm import module_model
 from .helpers_indexed import snippet_spec
 
-BN = "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = nn.BatchNorm2d({c}){dt}\n    def forward(self, {args}):\n        return {expr}\n"
 
 # name -> (forward expression, args, input shape, dtype suffix, extra inputs, expected split or None)
 CASES = {
@@ -29,7 +29,7 @@ def test_batch_norm_channel_rows_split(name, monkeypatch):
 
     monkeypatch.setitem(TUNING, "bn_split_rows", True)
     expr, args, shape, dt, extra, split = CASES[name]
-    body = BN.format(c=shape[1], dt=dt, args=args, expr=expr)
+    body = module_model(f"self.n = nn.BatchNorm2d({shape[1]}){dt}", expr, args)
     spec = snippet_spec(body, f"[torch.randn{shape}{dt}{extra}]", "norm")
     source = compile_spec(spec, ("sm_90",))
     kernel = source.code.split("def launch_")[0]
