@@ -5,7 +5,9 @@ PyTorch eager running the same (unfused) op sequence — the spec's reference.
 
     python bench/kernels.py [--family matmul] [--only SUBSTRING] [--warm-jobs 12]
 
-CUDA events, warm-up, median of N, fresh random inputs rotated between calls (never zeros).
+CUDA events around device work only (a spin kernel keeps the GPU busy while the host enqueues; BENCH_TIMING=wall
+times an idle GPU instead, launch gaps included), warm-up, median of N, fresh random inputs rotated between calls
+(never zeros). "host us" is the host's enqueue time per call, ours/eager.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 
 import torch
 
@@ -128,13 +131,57 @@ def print_table(rows: list[list[str]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
+# Device time, not launch gaps: before each timed call a spin kernel (torch.cuda._sleep) keeps the GPU busy for
+# longer than the host takes to enqueue the start event, the call and the end event, so the events bracket only
+# the device work. Timing an idle GPU instead adds the host's enqueue time (tens of microseconds for a Python
+# ct.launch wrapper) to every call; BENCH_TIMING=wall restores that for comparison. host_us() reports the host
+# side separately.
+TIMING = os.environ.get("BENCH_TIMING", "device")
+_CYCLES_PER_MS: list[float] = []
+
+
+def _cycles_per_ms() -> float:
+    if not _CYCLES_PER_MS:
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.cuda._sleep(2_000_000)
+        e.record()
+        e.synchronize()
+        _CYCLES_PER_MS.append(2_000_000 / max(s.elapsed_time(e), 1e-3))
+    return _CYCLES_PER_MS[0]
+
+
+def host_us(fn, arg_sets, reps=20) -> float:
+    """Median host time of one call (enqueue only: the GPU is kept busy so the call never waits on it), µs."""
+    times = []
+    for i in range(reps):
+        torch.cuda._sleep(int(_cycles_per_ms() * 2))
+        t0 = time.perf_counter()
+        fn(*arg_sets[i % len(arg_sets)])
+        times.append((time.perf_counter() - t0) * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
 def median_ms(fn, arg_sets, reps=20, warmup=3) -> float:
+    """Median device time of fn(*args) in ms (CUDA events; see TIMING above), arg sets rotated between calls."""
     for i in range(warmup):
         fn(*arg_sets[i % len(arg_sets)])
     torch.cuda.synchronize()
+    lead = 0
+    if TIMING != "wall":
+        t0 = time.perf_counter()
+        fn(*arg_sets[0])
+        host_ms = (time.perf_counter() - t0) * 1e3
+        torch.cuda.synchronize()
+        lead = int(_cycles_per_ms() * (3 * host_ms + 0.2))
     times = []
     for i in range(reps):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if lead:
+            torch.cuda._sleep(lead)
         s.record()
         fn(*arg_sets[i % len(arg_sets)])
         e.record()
@@ -190,7 +237,7 @@ def run_case(case, copy_gbs, mm_tflops):
     family, label, body, inputs, kind, flops = case
     spec, src, ns, check = prepare_case(case)
     if src.skeleton:
-        return [family, label, "skeleton", "", "", "", "", ""]
+        return [family, label, "skeleton", "", "", "", "", "", ""]
     sets = []
     for seed in range(3):
         ins = make_inputs(spec, "cuda", seed, _index_inputs(spec))
@@ -213,8 +260,9 @@ def run_case(case, copy_gbs, mm_tflops):
         shapes = [t.shape for t in spec.inputs]
         tf = flops(shapes) / ms / 1e9
         metric, frac = f"{tf:8.1f} TFLOP/s", tf / mm_tflops
+    host = f"{host_us(ns[src.launch_name], sets):.0f}/{host_us(ref_ns[spec.reference_name], ref_sets):.0f}"
     return [family, label, "ok" if check.ok else f"WRONG {check.message}", f"{ms:.3f}", metric, f"{frac:.2f}",
-            same_size, f"{eager_ms / ms:.2f}x"]
+            same_size, f"{eager_ms / ms:.2f}x", host]
 
 
 def copy_ms(nbytes: int) -> float:
@@ -271,12 +319,15 @@ def main() -> int:
         warm_cache(cases, args.warm_jobs)
     copy_gbs, mm_tflops = ceilings()
     print(f"ceilings on {torch.cuda.get_device_name()}: copy {copy_gbs:.0f} GB/s, cuBLAS bf16 {mm_tflops:.0f} TFLOP/s")
-    rows = [["family", "case", "check", "ms", "achieved", "of ceiling", "of same-size copy", "vs eager"]]
+    print(f"timing: {TIMING} (device = spin-fronted CUDA events, launch gaps excluded; host us = enqueue time of one "
+          "call, ours/eager)")
+    rows = [["family", "case", "check", "ms", "achieved", "of ceiling", "of same-size copy", "vs eager",
+             "host us"]]
     for case in cases:
         try:
             rows.append(run_case(case, copy_gbs, mm_tflops))
         except Exception as exc:  # noqa: BLE001 - one case never stops the table
-            rows.append([case[0], case[1], f"ERROR {type(exc).__name__}: {str(exc)[:80]}", "", "", "", "", ""])
+            rows.append([case[0], case[1], f"ERROR {type(exc).__name__}: {str(exc)[:80]}", "", "", "", "", "", ""])
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print_table(rows)
     return 0

@@ -45,6 +45,9 @@ VARIANTS = {
         ("checked loads, block 4096", {"elementwise_unchecked_full": False}),
         ("unchecked loads, block 4096", {}),
         ("unchecked loads, block 8192", {"elementwise_block_elems": 8192}),
+        ("block 2048", {"elementwise_block_elems": 2048}),
+        ("store allow_tma", {"elementwise_store_hint": ", allow_tma=True"}),
+        ("load latency 10", {"elementwise_load_hint": ", latency=10"}),
     ],
     "sigmoid(2x+1)*y fp32 64M": [
         ("checked loads, block 4096", {"elementwise_unchecked_full": False}),
@@ -58,9 +61,9 @@ VARIANTS = {
     ],
     "max_pool2d 2x2 64x128x112x112 bf16": [
         ("rows 32768, in-kernel reshape", {"pool_aligned_pairs": False}),
-        ("int32 pairs 8192", {"pool_aligned_pairs": True, "pool_pairs_elems": 8192}),
-        ("int32 pairs 16384", {"pool_aligned_pairs": True, "pool_pairs_elems": 16384}),
-        ("int32 pairs 32768", {"pool_aligned_pairs": True, "pool_pairs_elems": 32768}),
+        ("int32 pairs 8192", {"pool_aligned_pairs": True, "pool_pairs_bytes": 16384}),
+        ("int32 pairs 16384", {"pool_aligned_pairs": True, "pool_pairs_bytes": 32768}),
+        ("int32 pairs 32768", {"pool_aligned_pairs": True, "pool_pairs_bytes": 65536}),
     ],
     "max_pool2d 3x3/2 32x128x112x112 fp32": [
         ("gathers", {"pool_pairs_fp32": False}),
@@ -69,8 +72,8 @@ VARIANTS = {
     ],
     "max_pool2d 2x2 32x128x112x112 fp32": [
         ("rows 32768, in-kernel reshape", {"pool_pairs_fp32": False}),
-        ("int64 pairs 16384", {"pool_pairs_fp32": True}),
-        ("int64 pairs 8192", {"pool_pairs_fp32": True, "pool_pairs_elems": 8192}),
+        ("int64 pairs 8192", {"pool_pairs_fp32": True}),
+        ("int64 pairs 16384", {"pool_pairs_fp32": True, "pool_pairs_bytes": 65536}),
     ],
     "embedding 65536x1024 bf16": [
         ("4096 elements per tile", {}),

@@ -20,6 +20,8 @@ from pydantic import BaseModel, Field
 
 from ..specs import KernelSpec
 
+NUM_SM = 132  # streaming multiprocessors of the H200 the tile choices are tuned for (persistent grids)
+
 
 class KernelSource(BaseModel):
     spec_id: str

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import math
 
+from .base import NUM_SM as NUM_SMS
 from .conv_builder import ConvBuilder
 from .conv_index import affine, box, digits
 from .gemm_common import TILES, ZERO, cdiv, kernel_decorator, pow2_clamp, prod, tup
-
-NUM_SMS = 132
 
 
 class GemmBuilder(ConvBuilder):

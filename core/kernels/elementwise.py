@@ -192,6 +192,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         out_prefix += "_"
     out_params = [f"{out_prefix}_{i}" for i in range(len(outs))]
     scalar_params = {t.graph_value or t.name: f"s_{_ident(t.name)}" for t in scalars}
+    load_hint = str(MEMORY_TUNING["elementwise_load_hint"])
+    store_hint = str(MEMORY_TUNING["elementwise_store_hint"])
     body: list[str] = ["    pid = ct.bid(0)"]
     need_offs = any(op.kind() == "bcast" for op in ins) or any(op.kind() != "full" for op in outs)
     needs_index = any(r.op.rstrip("_") in ("tril", "triu") for r in spec.ops)
@@ -235,7 +237,8 @@ def generate(spec: KernelSpec) -> KernelSource:
             cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
             kind = op.kind()
             if kind == "full" and unchecked:
-                lines.append(f"{ind}{var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), check_bounds=False){cast}")
+                lines.append(f"{ind}{var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), check_bounds=False"
+                             f"{load_hint}){cast}")
             elif kind == "full":
                 lines.append(f"{ind}{var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), "
                              f"padding_mode=ct.PaddingMode.ZERO){cast}")
@@ -253,7 +256,7 @@ def generate(spec: KernelSpec) -> KernelSource:
             tile = f"{out_env[value]}.astype({out_params[i]}.dtype)"
             kind = op.kind()
             if kind == "full":
-                lines.append(f"{ind}ct.store({out_params[i]}, index=(pid,), tile={tile})")
+                lines.append(f"{ind}ct.store({out_params[i]}, index=(pid,), tile={tile}{store_hint})")
             elif kind == "single":
                 lines.append(f"{ind}ct.scatter({out_params[i]}, offs * 0, {tile}, mask=offs == 0)")
             else:
@@ -278,7 +281,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     # ---- module ----
     kparams = [params[op.spec.name] for op in ins] + out_params + [scalar_params[t.graph_value or t.name]
                                                                   for t in scalars]
-    kernel = ["@ct.kernel", f"def {kid}_kernel({', '.join(kparams)}, BLOCK: ct.Constant[int]):"] + body
+    occupancy = MEMORY_TUNING["elementwise_occupancy"]
+    decorator = f"@ct.kernel(occupancy={int(occupancy)})" if occupancy else "@ct.kernel"
+    kernel = [decorator, f"def {kid}_kernel({', '.join(kparams)}, BLOCK: ct.Constant[int]):"] + body
 
     args = [t.name for t in spec.inputs]
     wrapper = [f"def launch_{kid}({', '.join(args)}):"]

@@ -32,6 +32,13 @@ MEMORY_TUNING: dict[str, Any] = {
     # each 16-byte load with a branch and issues them a few at a time between the math (SASS, sm_90). H200, block
     # 4096: x+y bf16 64M 0.169 -> 0.114 ms (0.62 -> 0.91 of copy); fp32 sigmoid chain unchanged (0.218/0.216)
     "elementwise_unchecked_full": True,
+    # elementwise: the @ct.kernel occupancy hint (None: none); extra keyword text on full-tile loads / stores
+    # (e.g. ", latency=10", ", allow_tma=True"). H200, x+y bf16 64M, device time, same run (eager 0.094 ms): default
+    # 0.096 ms (1.01 of a same-size copy), store allow_tma 0.096, load latency 10 0.096, block 2048 0.095, 8192
+    # 0.096; a persistent grid walking the tiles (measured, removed) 4/8/16 blocks per SM 0.105/0.104/0.100
+    "elementwise_occupancy": None,
+    "elementwise_load_hint": "",
+    "elementwise_store_hint": "",
     # pool, aligned windows (kernel == stride, e.g. max_pool2d(2)): "split" views the input as
     # (rows * O0, K0, O1, K1, ...) on the host (rows, O0 separate when In0 > O0 * K0) and loads
     # (BM, K0, BO1, K1, ..) tiles directly (no in-kernel reshape, no partial-tile lanes along O0);
@@ -51,10 +58,13 @@ MEMORY_TUNING: dict[str, Any] = {
     # per thread), plain LDGs instead of TMA. H200, same run (eager 0.345 ms): reshape 32768 0.260 ms; pairs
     # 8192 0.123, 16384 0.120, 32768 0.133, 65536 0.144
     "pool_aligned_pairs": True,
-    "pool_pairs_elems": 16384,  # input elements per block of the pair view
-    # the pair views for float32 inputs too (int64 words split into two float32): compiled and emulated, not yet
-    # timed on a GPU, so off
-    "pool_pairs_fp32": False,
+    # input bytes per block of the pair view: 16384 bf16 / 8192 fp32 elements. H200, same run (eager: bf16 above,
+    # fp32 max_pool2d(2) 32x128x112x112 0.157 ms): fp32 pairs 8192 0.070 ms, 16384 0.084
+    "pool_pairs_bytes": 32768,
+    # the pair views for float32 inputs too (int64 words split into two float32). H200, 32x128x112x112 fp32, same
+    # run, device time: max_pool2d(2) in-kernel reshape 0.569 ms -> pairs 0.070 (eager 0.157); max_pool2d(3, 2, 1)
+    # gathers 0.289 -> pair windows 0.072 (1024 outputs; 2048: 0.073; eager 0.205)
+    "pool_pairs_fp32": True,
     # max_pool(3, 2, 1) of 16-bit inputs over an even last dim: int32 pairs with shifted dense-slice loads
     # (pool_pairs.py) instead of per-window-element gathers; outputs per block. H200, max_pool2d(3, 2, 1)
     # 64x128x112x112 fp16, same run (eager 0.443 ms): gathers 0.344 ms; pairs 1024 outputs 0.156, 2048 0.164,

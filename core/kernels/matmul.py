@@ -24,14 +24,13 @@ import string
 from dataclasses import dataclass, field
 
 from ..specs import KernelSpec, OpRecord
-from .base import KernelSource, Unsupported
+from .base import NUM_SM as NUM_SMS, KernelSource, Unsupported
 from .gemm_common import (LOW_PRECISION, SideOperands, TILES, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv, check_float,
                           elementwise_ops, fresh_name, is_ref, kernel_decorator, load_side_lines, parse_batch_norm,
                           pow2_clamp, prod, side_view, tensor_input, tup, value_shapes)
 
 ANCHORS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "mv", "addmv", "dot", "vdot",
            "outer", "ger"}
-NUM_SMS = 132  # H200: tiles are halved below half this many blocks; a persistent grid is a multiple of it
 MAX_GRID_Y = 65535
 
 

@@ -107,7 +107,8 @@ def _generate_aligned_merged(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epil
     R, K, O, In = pool.rows, pool.k, pool.outsp, pool.insp
     M = R * O[0]
     pairs = inner_merged and _pair_view(pool)
-    budget = int(MEMORY_TUNING["pool_pairs_elems" if pairs else "pool_aligned_elems"])
+    budget = (int(MEMORY_TUNING["pool_pairs_bytes"]) // (4 if pool.x.dtype == "float32" else 2) if pairs
+              else int(MEMORY_TUNING["pool_aligned_elems"]))
     BM, BO = _aligned_tiles(K[1:], O[1:], M, max(1, budget // K[0]))
     nb = [cdiv(o, b) for o, b in zip(O[1:], BO)]
     is_max = pool.kind == "max"

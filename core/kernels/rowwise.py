@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from .base import pow2_at_least
+from .base import NUM_SM, pow2_at_least
 from .rowwise_code import Code, Kernel, Param  # noqa: F401  (re-exported)
 from .rowwise_emit import (SameShapeGen, TileCtx, alloc_line, check_float, first_tensor, input_ctx,  # noqa: F401
                            main_tensor, out_dim_map, store_line, wrapper_source)
@@ -33,7 +33,6 @@ from .rowwise_values import (FLOAT_DTYPES, INT_DTYPES, cdiv, ct_dtype, decode, f
                              pow2_floor, prod)
 
 
-NUM_SM = 132  # H200; only used to pick how many blocks a grid should have at least
 
 # Every performance choice of the row-wise generators (softmax, norm, reduction) lives in this one table, so a
 # benchmark (bench/variants_rowwise.py) can switch defaults with `tuned(...)` and compare. Tile sizes follow from

@@ -91,6 +91,7 @@ def test_overlapping_pooling_uses_shifted_tile_loads(monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_overlap_mode", "shifted")
+    monkeypatch.setitem(MEMORY_TUNING, "pool_pair_windows", False)
     spec = snippet_spec(*CASES["shifted_max2d_k3s2p1_multiblock"], FAMILY)
     code = generate_kernel(spec).code
     assert ".slice(" in code and code.count("ct.load(") == 4
@@ -284,7 +285,7 @@ def test_pair_window_pool_is_exact_at_the_borders(dtype):
 @pytest.mark.parametrize("name", ["aligned_max2d_fp32_pairs", "aligned_avg2d_fp32_pairs", "pairs_k3s2p1_fp32",
                                   "pairs_epilogue_fp32"])
 def test_float32_pairs_as_int64(name, monkeypatch):
-    """With MEMORY_TUNING["pool_pairs_fp32"] the pair views take float32 inputs as int64 words (aligned 2-wide
+    """With MEMORY_TUNING["pool_pairs_fp32"] (the default) the pair views take float32 inputs as int64 words (aligned 2-wide
     windows and max_pool(3, 2, 1)); compiled and emulated, contiguous and strided, NaNs and -inf bit-exact."""
     import torch
     import torch.nn.functional as F

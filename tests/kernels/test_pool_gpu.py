@@ -95,7 +95,7 @@ FP32_PAIRS = [(name, shape) for name in ("max2d_k2_aligned", "max2d_k3s2p1_even"
 
 @pytest.mark.parametrize("name,shape", FP32_PAIRS, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in FP32_PAIRS])
 def test_pool_float32_pair_views(name, shape, monkeypatch):
-    """The float32 pair views (int64 words; MEMORY_TUNING["pool_pairs_fp32"], off by default until timed) on the
+    """The float32 pair views (int64 words; MEMORY_TUNING["pool_pairs_fp32"], the default) on the
     same shapes as the 16-bit cases."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
