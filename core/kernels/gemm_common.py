@@ -41,6 +41,8 @@ TILES: dict[str, Any] = {
     "mm_occupancy": 2,  # H200: mm 4096^3 fp16 0.232 -> 0.213 ms, linear+gelu 8192^3 bf16 1.781 -> 1.749 ms
     "mm_occupancy_one_step": 2,
     "mm_num_ctas": None,  # CGA size hint (None = compiler's choice)
+    # allow_tma on the output store (None = compiler's choice: staged through shared memory, TMA store)
+    "mm_store_tma": None,
     # a bias broadcast along M or N starts the accumulator (True) instead of being added after the K loop (False).
     # After the loop its broadcast costs 8.4 KB of shared memory per 128x128 block (116072 bytes: by shared memory
     # one block per SM where occupancy=2 asks for two), yet it is the faster form: H200, linear+gelu 8192^3 bf16,

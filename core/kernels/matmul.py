@@ -493,7 +493,9 @@ class _Builder(SideOperands):
             if nb:
                 tile = f"ct.reshape({tile}, {tup(['1'] * nb + ['BM', 'BN'])})"
             index = tup([f"z{j}" for j in range(nb)] + ["bm", "bn"])
-            L(f"    ct.store(O{i}, index={index}, tile={tile})")
+            tma = TILES["mm_store_tma"]
+            hint = "" if tma is None else f", allow_tma={bool(tma)}"
+            L(f"    ct.store(O{i}, index={index}, tile={tile}{hint})")
         return self.body
 
     def _addend_term(self) -> str:
