@@ -86,6 +86,9 @@ VARIANTS = {
         ("2048 elements per tile", {"gather_tile_elems": 2048}),
         ("8192 elements per tile", {"gather_tile_elems": 8192}),
         ("16384 elements per tile", {"gather_tile_elems": 16384}),
+        ("words, 2048 per block", {"pad_words": True, "pad_words_tile": 2048}),
+        ("words, 4096 per block", {"pad_words": True}),
+        ("words, 8192 per block", {"pad_words": True, "pad_words_tile": 8192}),
     ],
     "max_pool2d 3x3/2 64x128x112x112 fp16": [
         ("gather 2048 outs (old)", {"pool_pair_windows": False, "pool_overlap_mode": "gather",

@@ -23,6 +23,7 @@ import struct
 from typing import Any
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
+from . import gather_pad
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
@@ -448,6 +449,10 @@ def generate(spec: KernelSpec) -> KernelSource:
     if idx[0] != 0:
         raise Unsupported("a gather kernel with a fused prologue")
     rec, epilogue = spec.ops[0], spec.ops[1:]
+    if rec.op in ("pad", "constant_pad_nd"):
+        words = gather_pad.plan(spec)
+        if words:
+            return gather_pad.generate(spec, words)
     fn = _OPS.get(rec.op)
     if fn is None:
         raise Unsupported(f"{rec.target}: no gather generator for this op (data-dependent or scatter-style)")

@@ -43,12 +43,12 @@ TILES: dict[str, Any] = {
     "mm_num_ctas": None,  # CGA size hint (None = compiler's choice)
     # allow_tma on the output store (None = compiler's choice: staged through shared memory, TMA store)
     "mm_store_tma": None,
-    # a bias broadcast along M or N starts the accumulator (True) instead of being added after the K loop (False).
-    # After the loop its broadcast costs 8.4 KB of shared memory per 128x128 block (116072 bytes: by shared memory
-    # one block per SM where occupancy=2 asks for two), yet it is the faster form: H200, linear+gelu 8192^3 bf16,
-    # two runs of bench/variants_gemm.py --only linear: after the loop 1.625 / 1.680 ms, in the accumulator
-    # 1.705 / 1.770 ms
-    "mm_bias_in_acc": False,
+    # a bias broadcast along M or N starts the accumulator (True) instead of being added after the K loop (False;
+    # its broadcast then costs 8.4 KB of shared memory per 128x128 block). H200, linear+gelu 8192^3 bf16,
+    # bench/variants_gemm.py --only linear, same-run pairs (after the loop -> in the accumulator): session 4, two
+    # runs, before the folded gelu: 1.625 -> 1.705, 1.680 -> 1.770 ms; sessions 5 and 6, current epilogue:
+    # 1.685 -> 1.637, 1.680 -> 1.620 ms (device time). The two latest runs decide.
+    "mm_bias_in_acc": True,
     # persistent GEMM: None, or blocks per SM of a grid that loops over the output tiles (unbatched GEMMs with more
     # tiles than that grid), meant to let a block's epilogue overlap its next tile's loads. Off: a plain
     # `for pid in range(ct.bid(0), tiles, ct.num_blocks(0))` loop is far slower on the H200 (same run, mm 8192^3

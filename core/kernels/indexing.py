@@ -110,6 +110,10 @@ MEMORY_TUNING: dict[str, Any] = {
     "pool_global_elems": 8192,
     # gather family (embedding, pad, index, ...): output elements per (BR rows x BL <= 1024 columns) tile
     "gather_tile_elems": 4096,
+    # zero padding of the last one/two dims as shifted 32-bit word copies (gather_pad.py) instead of per-element
+    # gathers; words per block
+    "pad_words": False,
+    "pad_words_tile": 4096,
 }
 
 

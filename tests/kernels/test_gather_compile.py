@@ -116,3 +116,48 @@ def test_bilinear_matches_pytorch_in_float32_to_rounding():
         with emulation():
             out = load_emulated(source)[source.launch_name](x)
         torch.testing.assert_close(out, F.interpolate(x, mode="bilinear", **kw), rtol=1e-6, atol=1e-6)
+
+
+# zero padding as shifted word copies (MEMORY_TUNING["pad_words"]): odd and even left pads, 1-d and 2-d, 16-bit
+# and float32, several column blocks, pads wider than a word
+PAD_WORDS = {
+    "odd_2d_fp16": ("F.pad(x, (1, 1, 1, 1))", "[torch.randn(2, 3, 6, 8).half()]"),
+    "even_2d_bf16": ("F.pad(x, (2, 0, 1, 2))", "[torch.randn(2, 3, 5, 6).to(torch.bfloat16)]"),
+    "odd_wide_fp16": ("F.pad(x, (3, 5, 0, 2))", "[torch.randn(2, 7, 10).half()]"),
+    "one_d_fp32": ("F.pad(x, (1, 3))", "[torch.randn(3, 7)]"),
+    "two_d_fp32_value0": ("F.pad(x, (2, 1, 3, 3), value=0.0)", "[torch.randn(2, 4, 5)]"),
+    "column_blocks_fp16": ("F.pad(x, (1, 1))", "[torch.randn(2, 3, 600).half()]"),
+    "column_blocks_bf16_2d": ("F.pad(x, (5, 1, 1, 0))", "[torch.randn(3, 2, 700).to(torch.bfloat16)]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAD_WORDS))
+def test_pad_as_word_copies(name, monkeypatch):
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pad_words", True)
+    expr, inputs = PAD_WORDS[name]
+    spec = snippet_spec(forward(expr), inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert "ct.Slice(" in source.code and "ct.gather(" not in source.code
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
+        assert result.ok, (strided, result.message)
+
+
+@pytest.mark.parametrize("expr,inputs", [
+    ("F.pad(x, (1, 1), value=0.5)", "[torch.randn(2, 6).half()]"),  # a non-zero value
+    ("F.pad(x, (1, 1), mode='reflect')", "[torch.randn(2, 6).half()]"),
+    ("F.pad(x, (-1, 1))", "[torch.randn(2, 6).half()]"),  # cropping
+    ("F.pad(x, (1, 0))", "[torch.randn(2, 6).half()]"),  # odd output width: not whole words
+    ("F.pad(x, (0, 0, 0, 0, 1, 1))", "[torch.randn(2, 3, 4, 6).half()]"),  # a third padded dim
+    ("torch.relu(F.pad(x, (1, 1)))", "[torch.randn(2, 6).half()]"),  # a fused epilogue
+])
+def test_pad_words_falls_back_to_gathers(expr, inputs, monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pad_words", True)
+    spec = snippet_spec(forward(expr), inputs, FAMILY)
+    code = generate_kernel(spec).code
+    assert "ct.gather(" in code and "ct.Slice(" not in code

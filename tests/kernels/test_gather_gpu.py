@@ -127,3 +127,19 @@ def test_gather_kernel_strided_inputs(name, shape, dtype):
     spec = snippet_spec(forward(expr, args), f"[{inputs}]", "gather")
     result = run_check(spec, make_inputs(int_ranges=ranges, strided=True), CHECK)
     assert result.ok, result.message
+
+
+PAD_WORDS = [("F.pad(x, (1, 1, 1, 1))", (64, 128, 112, 112)), ("F.pad(x, (1, 1, 1, 1))", (3, 5, 7, 10)),
+             ("F.pad(x, (2, 0, 3, 1))", (4, 33, 50)), ("F.pad(x, (3, 5))", (17, 1000))]
+
+
+@pytest.mark.parametrize("expr,shape", PAD_WORDS, ids=[f"{e[8:-1]}-{'x'.join(map(str, s))}" for e, s in PAD_WORDS])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_pad_as_word_copies(expr, shape, dtype, monkeypatch):
+    """Zero padding as shifted 32-bit word copies (MEMORY_TUNING["pad_words"]), forced on."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pad_words", True)
+    spec = snippet_spec(forward(expr), f"[torch.randn({shape_str(shape)}){DT.get(dtype, '')}]", "gather")
+    result = run_check(spec, make_inputs(), CHECK)
+    assert result.ok, result.message

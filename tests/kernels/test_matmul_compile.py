@@ -171,10 +171,9 @@ def test_gpu_cases_pass_on_the_emulator(name, shape, dtype, monkeypatch):
 
 
 # Large bf16 GEMMs with the occupancy hint 2 and TILES["mm_bias_in_acc"]: the blocks fit twice in an sm_90 SM's
-# shared memory (228 KB, 1 KB reserved per block). A bias added after the K loop costs 8.4 KB (116072 bytes, one
-# block per SM by shared memory) — which the H200 nevertheless runs faster (1.625 vs 1.705 ms, linear+gelu 8192^3
-# bf16), so the switch is off by default; this pins what it does. Compiled specialized like cuTile's JIT (TMA
-# paths), the shared memory read from the cubin.
+# shared memory (228 KB, 1 KB reserved per block); a bias added after the K loop would cost 8.4 KB more (116072
+# bytes, one block per SM by shared memory). Compiled specialized like cuTile's JIT (TMA paths), the shared memory
+# read from the cubin.
 OCCUPANCY_CASES = {
     "mm": (_m("a @ b", "a, b"), "[torch.randn(2048, 2048).bfloat16(), torch.randn(2048, 2048).bfloat16()]"),
     "linear_bias_gelu": (_m("F.gelu(self.fc(x))", "x", "self.fc = nn.Linear(2048, 2048).bfloat16()"),
@@ -211,7 +210,18 @@ def test_large_gemm_blocks_fit_their_occupancy(name, monkeypatch):
     assert blocks_fitting_shared_memory(smem) >= occupancy, f"{smem} bytes of shared memory per block"
 
 
-def test_bias_after_the_loop_by_default():
+def test_bias_starts_the_accumulator_by_default():
+    spec = snippet_spec(*OCCUPANCY_CASES["linear_bias_gelu"], FAMILY)
+    from tilestudio.core.kernels import generate_kernel
+
+    code = generate_kernel(spec).code
+    assert "acc = side0" in code and "acc = acc + side0" not in code
+
+
+def test_bias_after_the_loop_when_switched_off(monkeypatch):
+    from tilestudio.core.kernels import gemm_common
+
+    monkeypatch.setitem(gemm_common.TILES, "mm_bias_in_acc", False)
     spec = snippet_spec(*OCCUPANCY_CASES["linear_bias_gelu"], FAMILY)
     from tilestudio.core.kernels import generate_kernel
 
