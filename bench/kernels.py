@@ -119,6 +119,8 @@ CASES = [
     ("conv", "conv2d 3x3 32x256x56x56->256 bf16", "def __init__(self):\n        super().__init__()\n        self.c = nn.Conv2d(256, 256, 3, padding=1).to(torch.bfloat16)\n    def forward(self, x):\n        return self.c(x)",
      "[torch.randn(32, 256, 56, 56, dtype=torch.bfloat16)]", "flop",
      lambda s: 2 * s[0][0] * 256 * s[0][1] * 9 * s[0][2] * s[0][3]),
+    ("conv", "conv2d 7x7/2+bn+relu 64x3x224x224->64 fp16 (stem)", "def __init__(self):\n        super().__init__()\n        self.c = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False).half()\n        self.b = nn.BatchNorm2d(64).half()\n    def forward(self, x):\n        return torch.relu(self.b(self.c(x)))",
+     "[torch.randn(64, 3, 224, 224).half()]", "flop", lambda s: 2 * s[0][0] * 64 * s[0][1] * 49 * 112 * 112),
     ("conv", "conv2d+bn+relu 1x1 64x512x28x28 fp16", "def __init__(self):\n        super().__init__()\n        self.c = nn.Conv2d(512, 512, 1).half()\n        self.b = nn.BatchNorm2d(512).half()\n    def forward(self, x):\n        return torch.relu(self.b(self.c(x)))",
      "[torch.randn(64, 512, 28, 28).half()]", "flop", lambda s: 2 * s[0][0] * 512 * s[0][1] * s[0][2] * s[0][3]),
 ]

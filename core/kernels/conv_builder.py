@@ -32,6 +32,8 @@ class ConvBuilder(PaddedInput, PreparedWeights, Epilogue):
         self.scalars: list[tuple[str, str]] = []
         self.kid = spec.id
         self.out_shape = list(anchor.output)
+        self.src = cv  # the convolution as the user wrote it (self.cv may be an equivalent rewrite: conv_fold.py)
+        self.fold = None
 
     # ---- what each path provides ------------------------------------------------------------------------------
     def choose_tiles(self, rows: int, cols: int) -> None:
@@ -101,7 +103,7 @@ class ConvBuilder(PaddedInput, PreparedWeights, Epilogue):
     def _pointwise(self) -> bool:
         """A 1x1, unit-stride, unpadded conv whose side inputs broadcast over all positions or none."""
         cv = self.cv
-        if cv.transposed or not cv.in_place or cv.k != [1, 1, 1] or prod(cv.outsp) == cv.outsp[2]:
+        if self.fold or cv.transposed or not cv.in_place or cv.k != [1, 1, 1] or prod(cv.outsp) == cv.outsp[2]:
             return False
         rank = len(self.out_shape)
         for value in self.side_values():
@@ -192,7 +194,7 @@ class ConvBuilder(PaddedInput, PreparedWeights, Epilogue):
         for o in spec.outputs:
             W(f"    {o.name} = torch.empty({tup(o.shape)}, dtype=torch.{o.dtype}, device={dev})")
         x = self.sig.host[cv.x.graph_value]
-        x5 = f"{x}.reshape{tup([cv.N, cv.C] + cv.insp)}" if cv.nd < 3 or self.flat else x
+        x5 = f"{x}.reshape{tup([cv.N, self.src.C] + self.src.insp)}" if cv.nd < 3 or self.flat else x
         if self.buf is not None:
             w.extend(self.pad_launch_lines(x5, xp, dev))
         w.extend(self.input_view_lines(xp, x, x5))
@@ -218,6 +220,9 @@ class ConvBuilder(PaddedInput, PreparedWeights, Epilogue):
                    if self.buf is not None else
                    "; input read in place"))
         notes = [note]
+        if self.fold:
+            notes.append(f"the {self.fold.kw} width taps folded into the input channels ({self.fold.kw} x "
+                         f"{self.fold.cig} = {self.cv.Cig} per K step and (kd, kh) tap)")
         if self.bn is not None:
             notes.append("eval batch norm folded into the weight and bias in prepare_")
         return KernelSource(spec_id=spec.id, family=spec.family, code=code, launch_name=f"launch_{kid}",

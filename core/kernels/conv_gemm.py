@@ -11,11 +11,18 @@ import math
 
 from .base import NUM_SM as NUM_SMS
 from .conv_builder import ConvBuilder
+from .conv_fold import fold_plan, folded_weight_lines
 from .conv_index import affine, box, digits
 from .gemm_common import TILES, ZERO, cdiv, kernel_decorator, pow2_clamp, prod, tup
 
 
 class GemmBuilder(ConvBuilder):
+    def __init__(self, *args):
+        super().__init__(*args)
+        folded = fold_plan(self.cv)
+        if folded:
+            self.cv, self.fold = folded
+
     @property
     def mode(self) -> str:
         return "transposed" if self.cv.transposed else "gemm"
@@ -43,6 +50,8 @@ class GemmBuilder(ConvBuilder):
     def weight_lines(self, w: str) -> list[str]:
         """Host lines rearranging the weight `w` into the kernel layout (G, Cog, taps, Cig) as `self.w_name`."""
         cv, out = self.cv, self.w_name
+        if self.fold:
+            return folded_weight_lines(self.src, self.fold, w, out, 8 if self.low else 4)
         if cv.transposed:  # (G*Cig, Cog, taps) -> (G, Cog, taps, Cig)
             return [f"    {out} = {w}.reshape({cv.G}, {cv.Cig}, {cv.Cog}, {cv.taps}).permute(0, 2, 3, 1)"]
         return [f"    {out} = {w}.reshape({cv.G}, {cv.Cog}, {cv.Cig}, {cv.taps}).permute(0, 1, 3, 2)"]

@@ -40,7 +40,7 @@ class PaddedInput:
             self.dq = ext[0]
             self.buf = [cv.N * cv.G, cdiv(cv.Cig, align) * align, ext[0], ext[1], ext[2]]
             return
-        if cv.in_place and (not self.cl or cv.k == [1, 1, 1]):
+        if cv.in_place and (not self.cl or cv.k == [1, 1, 1]) and not self.fold:
             self.buf = None
             self.cl = False
             self.dq = cv.insp[0]
@@ -98,6 +98,21 @@ class PaddedInput:
         c0 = "" if groups == 1 else f"(ng % {groups}) * {cig} + "
         B(f"    n = {n}")
         masked = self.cl and groups > 1 and self.buf[1] > cig  # channels past the group's end stay zero
+        if self.fold:  # buffer channel j*Cig + ci holds x[.., ci, .., w*SW + j*DW - PW] (conv_fold.py)
+            f = self.fold
+            c0 = "" if groups == 1 else f"(ng % {groups}) * {f.cig} + "
+            B("    cf = ct.reshape(cb * TC + ct.arange(TC, dtype=ct.int32), (TC, 1, 1))")
+            B(f"    c = {c0}cf % {f.cig}")
+            B(f"    d = {affine(affine('dq', sd, r['d']), 1, -pd)}")
+            B(f"    h = ct.reshape({affine(affine('(hb * TH + ct.arange(TH, dtype=ct.int32))', sh, r['h']), 1, -ph)}"
+              ", (1, TH, 1))")
+            B(f"    w = ct.reshape({affine('(wb * TW + ct.arange(TW, dtype=ct.int32))', f.sw, -f.pw)}, (1, 1, TW)) + "
+              f"{affine(f'(cf // {f.cig})', f.dw)}")
+            mask = f", mask=cf < {cig}" if self.buf[1] > cig else ""
+            B(f"    v = ct.gather(X, (n, c, d, h, w){mask})")
+            B("    ct.store(XP, index=(ng, plane, hb, wb, cb), tile=ct.reshape(ct.permute(v, (1, 2, 0)), "
+              "(1, 1, TH, TW, TC)))")
+            return "\n".join(head + body) + "\n"
         if masked:
             B("    ci = ct.reshape(cb * TC + ct.arange(TC, dtype=ct.int32), (TC, 1, 1))")
             B(f"    c = {c0}ci")

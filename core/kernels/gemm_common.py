@@ -59,6 +59,9 @@ TILES: dict[str, Any] = {
     "conv_positions": 128,
     "conv_bco": 128,
     "conv_bk": 64,
+    # forward convs with few input channels per group (< 16, so a BK=16 slice is mostly zero padding) and a kernel
+    # wider than 1 fold the kernel's width taps into the channel dim (conv_fold.py): K = KW * Cig per (kd, kh) tap
+    "conv_fold_w": False,
     "conv_occupancy": None,  # H200: occupancy 2 was -6% on 3x3 and +3% on 1x1; the compiler's choice stays
     # flash attention (fp16/bf16): (BM queries, BN keys) per padded head dim bound, and the occupancy hint
     "attn_d64": (128, 64),  # H200: causal sdpa 8x16x2048x2048x64 fp16 0.311 -> 0.227 ms (128 keys per step)

@@ -12,6 +12,7 @@ import pytest
 from . import test_conv_gpu
 from .cutile_emulator import check_emulated
 from .helpers_gemm import compile_spec_dedup, module_model, snippet_spec
+from .helpers_indexed import make_inputs
 
 FAMILY = "conv"
 
@@ -146,3 +147,51 @@ GPU_SMOKE = [(name, _smallest(shapes), dtype) for name, (_, shapes) in test_conv
 def test_gpu_cases_pass_on_the_emulator(name, shape, dtype, monkeypatch):
     monkeypatch.setattr(test_conv_gpu, "CHECK", check_emulated)
     test_conv_gpu.test_conv_kernel_matches_reference(name, shape, dtype)
+
+
+# TILES["conv_fold_w"]: the width taps folded into the input channels (conv_fold.py)
+FOLD_CASES = {
+    "stem_7x7s2_bn_relu_fp16": (_m("self.c = nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False).half(); "
+                                   "self.bn = nn.BatchNorm2d(8).half()", "torch.relu(self.bn(self.c(x)))"),
+                                "[torch.randn(2, 3, 21, 22).half()]"),
+    "c1d_one_channel_dilated": (_m("self.c = nn.Conv1d(1, 6, 5, stride=2, padding=2, dilation=2)", "self.c(x)"),
+                                "[torch.randn(2, 1, 37)]"),
+    "c2d_groups": (_m("self.c = nn.Conv2d(6, 4, 3, groups=2, padding=1)", "self.c(x)"), "[torch.randn(2, 6, 7, 9)]"),
+    "c3d_stride": (_m("self.c = nn.Conv3d(2, 5, 3, stride=(1, 2, 2), padding=1)", "self.c(x)"),
+                   "[torch.randn(1, 2, 4, 7, 9)]"),
+    "c2d_same_dilation_bf16": (_m("self.c = nn.Conv2d(5, 7, (3, 5), padding='same', dilation=(2, 1))"
+                                  ".to(torch.bfloat16)", "self.c(x)"), "[torch.randn(2, 5, 9, 11).to(torch.bfloat16)]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOLD_CASES))
+def test_width_taps_folded_into_channels(name, monkeypatch):
+    from tilestudio.core.kernels import gemm_common
+
+    monkeypatch.setitem(gemm_common.TILES, "conv_fold_w", True)
+    spec = snippet_spec(*FOLD_CASES[name], FAMILY)
+    source = compile_spec_dedup(spec, ("sm_90",))
+    assert any("folded into the input channels" in n for n in source.notes), source.notes
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+    if "bn" not in name:  # non-contiguous input and weight (the batch norm's variance needs positive inputs)
+        result = check_emulated(spec, source, make_input=make_inputs(strided=True))
+        assert result.ok, ("strided", result.message)
+
+
+def test_folding_only_where_it_saves_k_steps(monkeypatch):
+    from tilestudio.core.kernels import gemm_common
+
+    monkeypatch.setitem(gemm_common.TILES, "conv_fold_w", True)
+    for init, shape in (("nn.Conv2d(12, 8, 3, padding=1)", "2, 12, 6, 7"),  # 36 channels: 3 K steps either way
+                        ("nn.Conv2d(3, 8, 1)", "2, 3, 6, 7"),  # 1x1
+                        ("nn.ConvTranspose2d(3, 8, 3, stride=2)", "2, 3, 6, 7"),  # transposed
+                        ("nn.Conv2d(4, 4, 3, groups=4)", "2, 4, 6, 7")):  # depthwise
+        source = _code_of(_m(f"self.c = {init}", "self.c(x)"), f"[torch.randn({shape})]")
+        assert not any("folded into the input channels" in n for n in source.notes), init
+
+
+def _code_of(model, inputs):
+    from tilestudio.core.kernels import generate_kernel
+
+    return generate_kernel(snippet_spec(model, inputs, FAMILY))

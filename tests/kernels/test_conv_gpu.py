@@ -49,6 +49,9 @@ VARIANTS = {
                      [(3, 12, 25, 25, 12), (8, 128, 56, 56, 128), (1, 7, 9, 10, 7)]),
     "depthwise_k5s2": (_conv("Conv2d", "5, stride=2, padding=2, groups={c}", "self.c(x)"),
                        [(2, 12, 15, 17, 12), (8, 96, 64, 64, 96), (1, 3, 5, 6, 3)]),
+    "stem_7x7s2_bn_relu": (_conv("Conv2d", "7, stride=2, padding=3, bias=False", "torch.relu(self.bn(self.c(x)))",
+                                 "self.bn = nn.BatchNorm2d({co}){dt}"),
+                           [(8, 3, 224, 224, 64), (2, 3, 33, 35, 16), (1, 1, 19, 17, 8)]),
     "grouped": (_conv("Conv2d", "3, groups=2", "self.c(x)"),
                 [(2, 8, 19, 23, 12), (4, 64, 32, 32, 128), (1, 6, 7, 9, 4)]),
     "conv1d_s2_gelu": (_conv("Conv1d", "5, stride=2, padding=2", "F.gelu(self.c(x))"),
@@ -80,6 +83,24 @@ def build(name, shape, dtype):
 
 @pytest.mark.parametrize("name,shape,dtype", CASES, ids=[f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES])
 def test_conv_kernel_matches_reference(name, shape, dtype):
+    spec = build(name, shape, dtype)
+    result = run_check(spec, None, CHECK)
+    assert result.ok, result.message
+
+
+# the width taps folded into the input channels (TILES["conv_fold_w"], forced on): every case above with fewer
+# than 16 input channels per group and a kernel wider than 1
+FOLDED = [(name, shape) for name, (_, shapes) in VARIANTS.items() for shape in shapes
+          if not name.startswith(("conv_transpose", "depthwise")) and name != "conv2d_1x1_residual"
+          and shape[1] // (2 if name == "grouped" else 1) < 16]
+
+
+@pytest.mark.parametrize("name,shape", FOLDED, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in FOLDED])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_conv_width_taps_folded(name, shape, dtype, monkeypatch):
+    from tilestudio.core.kernels import gemm_common
+
+    monkeypatch.setitem(gemm_common.TILES, "conv_fold_w", True)
     spec = build(name, shape, dtype)
     result = run_check(spec, None, CHECK)
     assert result.ok, result.message
