@@ -35,7 +35,8 @@ class GemmBuilder(ConvBuilder):
     def choose_tiles(self, rows: int, cols: int) -> None:
         cv = self.cv
         scale = 1 if self.low else 2  # float32: half-size tiles (full-precision mma)
-        self.boh, self.bow = box(rows, cols, max(16, TILES["conv_positions"] // scale), prefer_size=True)
+        positions = TILES["conv_fold_positions" if self.fold else "conv_positions"]
+        self.boh, self.bow = box(rows, cols, max(16, positions // scale), prefer_size=True)
         self.bco = pow2_clamp(cv.Cog, 16, max(16, TILES["conv_bco"] // scale))
         self.bk = pow2_clamp(cv.Cig, 16, max(16, TILES["conv_bk"] // scale))
         while self._blocks() < NUM_SMS // 2 and self.bco > 32:

@@ -149,7 +149,7 @@ def test_gpu_cases_pass_on_the_emulator(name, shape, dtype, monkeypatch):
     test_conv_gpu.test_conv_kernel_matches_reference(name, shape, dtype)
 
 
-# TILES["conv_fold_w"]: the width taps folded into the input channels (conv_fold.py)
+# TILES["conv_fold_w"] (the default): the width taps folded into the input channels (conv_fold.py)
 FOLD_CASES = {
     "stem_7x7s2_bn_relu_fp16": (_m("self.c = nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False).half(); "
                                    "self.bn = nn.BatchNorm2d(8).half()", "torch.relu(self.bn(self.c(x)))"),
@@ -195,3 +195,16 @@ def _code_of(model, inputs):
     from tilestudio.core.kernels import generate_kernel
 
     return generate_kernel(snippet_spec(model, inputs, FAMILY))
+
+
+@pytest.mark.parametrize("name", ["stem_7x7s2_bn_relu_fp16", "c2d_groups"])
+def test_unfolded_few_channel_convs(name, monkeypatch):
+    """The same convs with folding switched off (TILES["conv_fold_w"] = False): 16-channel K slices per tap."""
+    from tilestudio.core.kernels import gemm_common
+
+    monkeypatch.setitem(gemm_common.TILES, "conv_fold_w", False)
+    spec = snippet_spec(*FOLD_CASES[name], FAMILY)
+    source = compile_spec_dedup(spec, ("sm_90",))
+    assert not any("taps folded" in n for n in source.notes)
+    result = check_emulated(spec, source)
+    assert result.ok, result.message

@@ -88,8 +88,8 @@ def test_conv_kernel_matches_reference(name, shape, dtype):
     assert result.ok, result.message
 
 
-# the width taps folded into the input channels (TILES["conv_fold_w"], forced on): every case above with fewer
-# than 16 input channels per group and a kernel wider than 1
+# the few-channel cases above fold their width taps into the input channels by default (conv_fold.py); here
+# the same cases unfolded (TILES["conv_fold_w"] off), so both paths stay checked
 FOLDED = [(name, shape) for name, (_, shapes) in VARIANTS.items() for shape in shapes
           if not name.startswith(("conv_transpose", "depthwise")) and name != "conv2d_1x1_residual"
           and shape[1] // (2 if name == "grouped" else 1) < 16]
@@ -97,10 +97,10 @@ FOLDED = [(name, shape) for name, (_, shapes) in VARIANTS.items() for shape in s
 
 @pytest.mark.parametrize("name,shape", FOLDED, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in FOLDED])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_conv_width_taps_folded(name, shape, dtype, monkeypatch):
+def test_conv_width_taps_unfolded(name, shape, dtype, monkeypatch):
     from tilestudio.core.kernels import gemm_common
 
-    monkeypatch.setitem(gemm_common.TILES, "conv_fold_w", True)
+    monkeypatch.setitem(gemm_common.TILES, "conv_fold_w", False)
     spec = build(name, shape, dtype)
     result = run_check(spec, None, CHECK)
     assert result.ok, result.message

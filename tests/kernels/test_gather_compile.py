@@ -118,7 +118,7 @@ def test_bilinear_matches_pytorch_in_float32_to_rounding():
         torch.testing.assert_close(out, F.interpolate(x, mode="bilinear", **kw), rtol=1e-6, atol=1e-6)
 
 
-# zero padding as shifted word copies (MEMORY_TUNING["pad_words"]): odd and even left pads, 1-d and 2-d, 16-bit
+# zero padding as shifted word copies (MEMORY_TUNING["pad_words"], the default): odd and even left pads, 1-d and 2-d, 16-bit
 # and float32, several column blocks, pads wider than a word
 PAD_WORDS = {
     "odd_2d_fp16": ("F.pad(x, (1, 1, 1, 1))", "[torch.randn(2, 3, 6, 8).half()]"),
