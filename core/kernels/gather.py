@@ -465,7 +465,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     BL = pow2_at_least(L, 1, 1024)
     BR = pow2_at_least(R, 1, max(1, int(MEMORY_TUNING["gather_tile_elems"]) // BL))
     nlb = -(-L // BL)
-    lines = [f"@ct.kernel",
+    lines = ["@ct.kernel",
              f"def {kid}_kernel({', '.join(input_args(spec) + [out_param(o) for o in spec.outputs])}, "
              f"BR: ct.Constant[int], BL: ct.Constant[int]):",
              f"{I}bid = ct.bid(0)",
