@@ -49,7 +49,7 @@ def plan(spec: KernelSpec) -> dict | None:
         return None
     x = tensors[0]
     per = _WORDS.get(x.dtype)
-    if per is None or len(x.shape) < len(pads) // 2 or spec.outputs[0].dtype != x.dtype:
+    if per is None or len(x.shape) < len(pads) // 2 or spec.outputs[0].dtype != x.dtype or prod(x.shape) == 0:
         return None
     W, (L, Rp) = x.shape[-1], pads[:2]
     H, T, B = (x.shape[-2], pads[2], pads[3]) if len(pads) == 4 else (1, 0, 0)
