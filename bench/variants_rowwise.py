@@ -73,6 +73,8 @@ VARIANTS = {
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
     "chunk2k1r": {"chunk": 2048, "long_tile_elems": 2048},
+    "normchunk4k": {"norm_long_chunk": 4096},  # layer/rms norm two-pass: 1 row x 4096 (the previous default)
+    "normchunk1k": {"norm_long_chunk": 1024},
     "chunk1k1r": {"chunk": 1024, "long_tile_elems": 1024},
     "chunk4k1r": {"chunk": 4096, "long_tile_elems": 4096},
     "chunk2k2r": {"chunk": 2048, "long_tile_elems": 4096},
@@ -108,6 +110,7 @@ def variants_for(label: str, family: str) -> list[str]:
         names += ["tile4k", "tile16k", "expfull"]
     if "two-pass" in label:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
+            ["normchunk4k", "normchunk1k"] if "norm" in label else []) + (
             ["lanesum", "single32k"] if "32768" in label else [])
     if "batch_norm" in label:
         names += ["bnsplit", "bnhints"]

@@ -66,7 +66,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         eps = decode(_arg(op, 4 if name == "layer_norm" or name == "native_layer_norm" else 3, "eps"))
         if name == "rms_norm" and eps is None:
             eps = _FINFO_EPS.get(_main_dtype(parts), _FINFO_EPS["float32"])
-        layout = choose_tiles_full_row(make_layout(shape, list(range(len(shape) - k, len(shape)))))
+        layout = choose_tiles_full_row(make_layout(shape, list(range(len(shape) - k, len(shape)))),
+                                       chunk=TUNING["norm_long_chunk"], long_tile=TUNING["norm_long_chunk"])
         return _RowNorm(spec, parts, layout, shape, "rms" if name == "rms_norm" else "layer", float(eps),
                         w, b).build()
     if name in ("group_norm", "native_group_norm"):

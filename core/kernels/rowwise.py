@@ -64,6 +64,10 @@ TUNING = {
     # (2, 4096) 1.203 ms, (1, 4096) 0.942, (1, 2048) 1.187; layer_norm 2048x65536 fp32 (2, 4096) 0.798 ms,
     # (1, 4096) 0.488, (1, 2048) 0.469 (eager 0.669 / 0.563)
     "long_tile_elems": 4096,
+    # the two-pass path of layer/rms norm: chunk width and tile (one row x 2048). H200, layer_norm 2048x65536
+    # fp32, same-run pairs (1 x 4096 -> 1 x 2048): session 3 0.488 -> 0.469 ms, session 6 (device time)
+    # 0.427 -> 0.402; the two-pass softmax goes the other way (0.329 -> 0.364), so it keeps "chunk"
+    "norm_long_chunk": 2048,
     "col_min_bi": 64,  # inner-dim (col layout) kernels: window at least this many contiguous elements
     "col_max_single": 16384,  # col layout: reduced extent x window kept whole up to this many elements
     # kernels whose tile loop runs more chunk iterations per row tile than this (two-pass softmax/norms over
@@ -331,7 +335,7 @@ def choose_tiles(layout: Layout, tile_elems: int, max_br: int, min_tile: int = 5
 
 
 def choose_tiles_full_row(layout: Layout, max_single: int | None = None, chunk: int | None = None,
-                          tile_elems: int | None = None) -> Layout:
+                          tile_elems: int | None = None, long_tile: int | None = None) -> Layout:
     """Tiles for kernels that keep a whole row in registers when they can (softmax, norms, scans): the full
     reduced extent in one tile up to `max_single` elements, else `chunk`-element chunks; short rows are stacked
     `BO` per tile up to `tile_elems` elements. (Tiles above 8192 elements compile several times slower and to
@@ -346,7 +350,8 @@ def choose_tiles_full_row(layout: Layout, max_single: int | None = None, chunk: 
     full = pow2_at_least(L.R)
     if L.kind == "row":
         if full > max_single:  # two passes over chunks: rows stacked up to long_tile_elems
-            return choose_tiles(L, max(chunk, TUNING["long_tile_elems"]), max_br=chunk)
+            return choose_tiles(L, max(chunk, TUNING["long_tile_elems"] if long_tile is None else long_tile),
+                                max_br=chunk)
         return choose_tiles(L, max(tile_elems, full), max_br=full)
     col_single = max_single if explicit else max(max_single, TUNING["col_max_single"])
     bi_min = min(pow2_at_least(L.I), 32 if explicit else max(32, TUNING["col_min_bi"]))
