@@ -52,7 +52,10 @@ class GemmBuilder(ConvBuilder):
         """Host lines rearranging the weight `w` into the kernel layout (G, Cog, taps, Cig) as `self.w_name`."""
         cv, out = self.cv, self.w_name
         if self.fold:
-            return folded_weight_lines(self.src, self.fold, w, out, 8 if self.low else 4)
+            # zero-padded rows only where the weights are prepared once (a weight passed at run time is
+            # rearranged in launch_, where a pad would be PyTorch compute on the forward path)
+            align = (8 if self.low else 4) if self.sig.prepare else 1
+            return folded_weight_lines(self.src, self.fold, w, out, align)
         if cv.transposed:  # (G*Cig, Cog, taps) -> (G, Cog, taps, Cig)
             return [f"    {out} = {w}.reshape({cv.G}, {cv.Cig}, {cv.Cog}, {cv.taps}).permute(0, 2, 3, 1)"]
         return [f"    {out} = {w}.reshape({cv.G}, {cv.Cog}, {cv.Cig}, {cv.taps}).permute(0, 1, 3, 2)"]

@@ -159,6 +159,8 @@ FOLD_CASES = {
     "c2d_groups": (_m("self.c = nn.Conv2d(6, 4, 3, groups=2, padding=1)", "self.c(x)"), "[torch.randn(2, 6, 7, 9)]"),
     "c3d_stride": (_m("self.c = nn.Conv3d(2, 5, 3, stride=(1, 2, 2), padding=1)", "self.c(x)"),
                    "[torch.randn(1, 2, 4, 7, 9)]"),
+    "functional_weight_input": (_m("", "torch.relu(F.conv2d(x, w, None, 1, 1))", "x, w"),
+                                "[torch.randn(2, 3, 12, 13), torch.randn(8, 3, 3, 3)]"),
     "c2d_same_dilation_bf16": (_m("self.c = nn.Conv2d(5, 7, (3, 5), padding='same', dilation=(2, 1))"
                                   ".to(torch.bfloat16)", "self.c(x)"), "[torch.randn(2, 5, 9, 11).to(torch.bfloat16)]"),
 }
@@ -208,3 +210,12 @@ def test_unfolded_few_channel_convs(name, monkeypatch):
     assert not any("taps folded" in n for n in source.notes)
     result = check_emulated(spec, source)
     assert result.ok, result.message
+
+
+def test_folded_weights_are_padded_only_in_prepare():
+    """Prepared (parameter) weights get 16-byte rows once in prepare_; a weight passed at run time is only
+    rearranged in launch_ (a pad there would be PyTorch compute on the forward path: PUR020 in the dry run)."""
+    prepared = _code_of(*FOLD_CASES["stem_7x7s2_bn_relu_fp16"])
+    assert "torch.nn.functional.pad" in prepared.code.split("def launch_")[0]
+    runtime = _code_of(*FOLD_CASES["functional_weight_input"])
+    assert "torch.nn.functional.pad" not in runtime.code
