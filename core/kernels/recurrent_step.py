@@ -80,13 +80,14 @@ def generate_stepped(ly: Layer) -> KernelSource:
     if ly.lstm:
         W(f"    cs = torch.empty(({ly.batch}, {ly.hidden}), dtype=torch.float32, device={ly.gx}.device)  # cell state")
     W(f"    grid = (ct.cdiv({ly.batch}, {bb}), {nk})")
+    W("    stream = torch.cuda.current_stream()  # once, not per step: the loop is host-bound")
     W(f"    for step in range({steps}):")
     W(f"        t = {steps - 1} - step if {ly.reverse} else step")
     W(f"        hp = {ly.h0} if step == 0 else y_bt[:, t {'+' if ly.reverse else '-'} 1]")
     state = ["cp", "y_bt", "cs", "hn", "cn"] if ly.lstm else ["y_bt", "hn"]
     if ly.lstm:
         W(f"        cp = {ly.c0} if step == 0 else cs")
-    W(f"        ct.launch(torch.cuda.current_stream(), grid, {ly.kid}_kernel,")
+    W(f"        ct.launch(stream, grid, {ly.kid}_kernel,")
     W(f"                  (gx, w, b, hp, {', '.join(state)}, t, {CHUNK}, {bb}, {int(ly.b is not None)}, "
       f"{int(ly.relu)}, int(step == {steps - 1})))")
     W(f"    return {', '.join(ly.rets)}")
