@@ -98,35 +98,27 @@ class PaddedInput:
         c0 = "" if groups == 1 else f"(ng % {groups}) * {cig} + "
         B(f"    n = {n}")
         masked = self.cl and groups > 1 and self.buf[1] > cig  # channels past the group's end stay zero
-        if self.fold:  # buffer channel j*Cig + ci holds x[.., ci, .., w*SW + j*DW - PW] (conv_fold.py)
-            f = self.fold
-            c0 = "" if groups == 1 else f"(ng % {groups}) * {f.cig} + "
+        f = self.fold
+        w_base = '(wb * TW + ct.arange(TW, dtype=ct.int32))'
+        mask = ""
+        if f:  # buffer channel j*Cig + ci holds x[.., ci, .., w*SW + j*DW - PW] (conv_fold.py)
             B("    cf = ct.reshape(cb * TC + ct.arange(TC, dtype=ct.int32), (TC, 1, 1))")
-            B(f"    c = {c0}cf % {f.cig}")
-            B(f"    d = {affine(affine('dq', sd, r['d']), 1, -pd)}")
-            B(f"    h = ct.reshape({affine(affine('(hb * TH + ct.arange(TH, dtype=ct.int32))', sh, r['h']), 1, -ph)}"
-              ", (1, TH, 1))")
-            B(f"    w = ct.reshape({affine('(wb * TW + ct.arange(TW, dtype=ct.int32))', f.sw, -f.pw)}, (1, 1, TW)) + "
-              f"{affine(f'(cf // {f.cig})', f.dw)}")
+            B(f"    c = {'' if groups == 1 else f'(ng % {groups}) * {f.cig} + '}cf % {f.cig}")
             mask = f", mask=cf < {cig}" if self.buf[1] > cig else ""
-            B(f"    v = ct.gather(X, (n, c, d, h, w){mask})")
-            B("    ct.store(XP, index=(ng, plane, hb, wb, cb), tile=ct.reshape(ct.permute(v, (1, 2, 0)), "
-              "(1, 1, TH, TW, TC)))")
-            return "\n".join(head + body) + "\n"
-        if masked:
+        elif masked:
             B("    ci = ct.reshape(cb * TC + ct.arange(TC, dtype=ct.int32), (TC, 1, 1))")
             B(f"    c = {c0}ci")
+            mask = f", mask=ci < {cig}"
         else:
             B(f"    c = ct.reshape({c0}cb * TC + ct.arange(TC, dtype=ct.int32), (TC, 1, 1))")
         B(f"    d = {affine(affine('dq', sd, r['d']), 1, -pd)}")
         B(f"    h = ct.reshape({affine(affine('(hb * TH + ct.arange(TH, dtype=ct.int32))', sh, r['h']), 1, -ph)}, "
           "(1, TH, 1))")
-        B(f"    w = ct.reshape({affine(affine('(wb * TW + ct.arange(TW, dtype=ct.int32))', sw, r['w']), 1, -pw)}, "
-          "(1, 1, TW))")
-        if masked:
-            B(f"    v = ct.gather(X, (n, c, d, h, w), mask=ci < {cig})")
+        if f:
+            B(f"    w = ct.reshape({affine(w_base, f.sw, -f.pw)}, (1, 1, TW)) + {affine(f'(cf // {f.cig})', f.dw)}")
         else:
-            B("    v = ct.gather(X, (n, c, d, h, w))")
+            B(f"    w = ct.reshape({affine(affine(w_base, sw, r['w']), 1, -pw)}, (1, 1, TW))")
+        B(f"    v = ct.gather(X, (n, c, d, h, w){mask})")
         if self.cl:  # gathered channels-first (reads run along w), stored channels-last
             B("    ct.store(XP, index=(ng, plane, hb, wb, cb), tile=ct.reshape(ct.permute(v, (1, 2, 0)), "
               "(1, 1, TH, TW, TC)))")
