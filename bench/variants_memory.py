@@ -64,6 +64,8 @@ VARIANTS = {
         ("int32 pairs 8192", {"pool_aligned_pairs": True, "pool_pairs_bytes": 16384}),
         ("int32 pairs 16384", {"pool_aligned_pairs": True, "pool_pairs_bytes": 32768}),
         ("int32 pairs 32768", {"pool_aligned_pairs": True, "pool_pairs_bytes": 65536}),
+        ("int64 quads, 32 KB", {"pool_quads": True}),
+        ("int64 quads, 16 KB", {"pool_quads": True, "pool_pairs_bytes": 16384}),
     ],
     "max_pool2d 3x3/2 32x128x112x112 fp32": [
         ("gathers", {"pool_pairs_fp32": False}),

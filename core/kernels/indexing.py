@@ -65,6 +65,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # run, device time: max_pool2d(2) in-kernel reshape 0.569 ms -> pairs 0.070 (eager 0.157); max_pool2d(3, 2, 1)
     # gathers 0.289 -> pair windows 0.072 (1024 outputs; 2048: 0.073; eager 0.205)
     "pool_pairs_fp32": True,
+    # 2-wide aligned pools of 16-bit inputs through int64 words of four elements, two outputs packed per int32
+    # store (pool_quads.py): the float32 pair path's access widths. Compiled and emulated, not yet timed on a GPU
+    "pool_quads": False,
     # max_pool(3, 2, 1) of 16-bit inputs over an even last dim: int32 pairs with shifted dense-slice loads
     # (pool_pairs.py) instead of per-window-element gathers; outputs per block. H200, max_pool2d(3, 2, 1)
     # 64x128x112x112 fp16, same run (eager 0.443 ms): gathers 0.344 ms; pairs 1024 outputs 0.156, 2048 0.164,

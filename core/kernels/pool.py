@@ -39,6 +39,7 @@ from .expr import bind_args
 from .indexing import MEMORY_TUNING, guarded, input_for, prod, tuple_items
 from .pool_pairs import generate_pair_windows, pair_windows_fit
 from .pool_aligned import generate_aligned
+from .pool_quads import generate_quads, quads_fit
 from .pool_paths import generate_global, generate_shifted, generate_windowed, shift_groups
 
 FLAT_LIMIT = 2 ** 31  # inputs with fewer elements are gathered through a flat view with int32 offsets
@@ -180,6 +181,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     pool = PoolOp(spec, anchor)
     if pool.is_global:
         return generate_global(spec, anchor, pool, epilogue)
+    if quads_fit(pool, epilogue):
+        return generate_quads(spec, anchor, pool)
     if pool.is_aligned:
         return generate_aligned(spec, anchor, pool, epilogue)
     if pair_windows_fit(pool):

@@ -189,16 +189,17 @@ def _check_output_shapes(spec: KernelSpec, pool: PoolOp) -> None:
 
 
 def _launch_module(spec: KernelSpec, pool: PoolOp, kernel: list[str], x_views: list[str], out_dims: list[int],
-                   grid: int, consts: list[int], note: str) -> KernelSource:
+                   grid: int, consts: list[int], note: str, out_suffix: str = "") -> KernelSource:
     """The module: the kernel, then a launch wrapper that applies `x_views` (suffixes such as `.reshape(...)`) to
-    the input, views every output as `out_dims` and launches `grid` blocks with the tile sizes `consts`."""
+    the input, views every output as `out_dims` (then `out_suffix`) and launches `grid` blocks with the tile
+    sizes `consts`."""
     x = array_param(pool.x)
     w: list[str] = []
     device = wrapper_head(spec, w)
     w += [f"{I}{x} = {x}{v}" for v in x_views]
     alloc_outputs(spec, device, w)
     _check_output_shapes(spec, pool)
-    outs = [f"{o.name}.view({', '.join(map(str, out_dims))})" for o in spec.outputs]
+    outs = [f"{o.name}.view({', '.join(map(str, out_dims))}){out_suffix}" for o in spec.outputs]
     w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {spec.id}_kernel, "
              f"({', '.join(input_args(spec) + outs + [str(c) for c in consts])}))")
     w.append(ret_outputs(spec))

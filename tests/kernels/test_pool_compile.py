@@ -355,3 +355,66 @@ def test_pair_views_take_inputs_at_an_odd_offset(expr):
         out = load_emulated(source)[source.launch_name](x)
     expected = F.max_pool2d(x, 2) if expr.endswith("2)") else F.max_pool2d(x, 3, 2, 1)
     torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+
+QUADS = {  # name: (forward, inputs, PyTorch function and args for the bit-exact check, or None)
+    "max2d_bf16": ("F.max_pool2d(x, 2)", "[torch.randn(2, 3, 14, 20).to(torch.bfloat16)]", "max_pool2d", (2,)),
+    "max2d_fp16_rows_partial": ("F.max_pool2d(x, 2)", "[torch.randn(3, 5, 6, 8).half()]", "max_pool2d", (2,)),
+    "avg2d_fp16": ("F.avg_pool2d(x, 2)", "[torch.randn(2, 3, 10, 12).half()]", None, None),
+    "max2d_4x2_bf16": ("F.max_pool2d(x, (4, 2))", "[torch.randn(2, 2, 8, 16).to(torch.bfloat16)]", "max_pool2d",
+                       ((4, 2),)),
+    "max1d_fp16_wide": ("F.max_pool1d(x, 2)", "[torch.randn(3, 4, 1032).half()]", "max_pool1d", (2,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUADS))
+def test_16bit_pools_as_64bit_words(name, monkeypatch):
+    """MEMORY_TUNING["pool_quads"]: 2-wide windows of 16-bit inputs through int64 words of four elements, two
+    outputs packed per int32 word; compiled and emulated (contiguous, strided, an input at an offset that is not
+    a whole word), NaNs from every position of a word and -inf bit-exact."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads", True)
+    expr, inputs, fn, args = QUADS[name]
+    spec = snippet_spec(forward(expr), inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert any("16-bit elements read as 64-bit words" in n for n in source.notes), source.notes
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
+        assert result.ok, (strided, result.message)
+    if fn is None:
+        return
+    dtype = getattr(torch, spec.inputs[0].dtype)
+    x = (torch.randn(spec.inputs[0].shape, generator=torch.Generator().manual_seed(3)) * 30).to(dtype)
+    flat = x.view(-1)
+    for i in range(4):  # a NaN at each position of a 64-bit word
+        flat[8 * i + i] = float("nan")
+    flat[-1] = float("nan")
+    x[0, 1] = -x[0, 1].abs() - 1
+    x[-1, -1, ..., 0] = float("-inf")
+    shifted = torch.empty(x.numel() + 2, dtype=dtype)[2:].view(x.shape)  # starts 2 elements into its buffer
+    shifted.copy_(x)
+    with emulation():
+        ns = load_emulated(source)
+        expected = getattr(F, fn)(x.float(), *args).to(dtype)
+        for inp in (x, shifted):
+            out = ns[source.launch_name](inp)
+            torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
+    assert int(expected.isnan().sum()) >= 3
+
+
+def test_quads_leave_other_pools_alone(monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads", True)
+    for expr, inputs in (("F.max_pool2d(x, 2)", "[torch.randn(2, 3, 14, 18).half()]"),  # width not 4k
+                         ("F.max_pool2d(x, 2)", "[torch.randn(2, 3, 14, 20)]"),  # float32
+                         ("torch.relu(F.max_pool2d(x, 2))", "[torch.randn(2, 3, 14, 20).half()]"),  # epilogue
+                         ("F.max_pool2d(x, 3, 2, 1)", "[torch.randn(2, 3, 14, 20).half()]")):  # overlapping
+        notes = generate_kernel(snippet_spec(forward(expr), inputs, FAMILY)).notes
+        assert not any("16-bit elements read as 64-bit words" in n for n in notes), expr

@@ -103,3 +103,19 @@ def test_pool_float32_pair_views(name, shape, monkeypatch):
     spec = snippet_spec(forward(VARIANTS[name][0]), f"[torch.randn({shape_str(shape)})]", "pool")
     result = run_check(spec, make_inputs(), CHECK)
     assert result.ok, result.message
+
+
+QUADS = [("F.max_pool2d(x, 2)", (64, 128, 112, 112)), ("F.max_pool2d(x, 2)", (3, 5, 6, 8)),
+         ("F.avg_pool2d(x, 2)", (8, 64, 56, 56)), ("F.max_pool1d(x, 2)", (16, 33, 1032))]
+
+
+@pytest.mark.parametrize("expr,shape", QUADS, ids=[f"{e[2:5]}{e[6:10]}-{'x'.join(map(str, s))}" for e, s in QUADS])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_pool_16bit_quads(expr, shape, dtype, monkeypatch):
+    """2-wide 16-bit pools through 64-bit words (MEMORY_TUNING["pool_quads"], forced on: not the default yet)."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads", True)
+    spec = snippet_spec(forward(expr), f"[torch.randn({shape_str(shape)}){DT[dtype]}]", "pool")
+    result = run_check(spec, make_inputs(), CHECK)
+    assert result.ok, result.message

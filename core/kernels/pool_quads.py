@@ -1,0 +1,72 @@
+"""2-wide aligned pools of 16-bit inputs through 64-bit words (MEMORY_TUNING["pool_quads"]).
+
+The int32 pair view (pool_aligned) reads one window pair per 4-byte load and writes one 2-byte output per store:
+specialized sm_90 SASS of max_pool2d(2) 64x128x112x112 bf16 has 16 LDG.E and 8 STG.E.U16 per thread, while the
+float32 pools through int64 pair words (LDG.E.64 / STG.E) reach 0.87-0.89 of a same-size copy against the 16-bit
+path's 0.67. Here the input is viewed as int64 words of four elements, two adjacent windows' pairs per word, and
+the two outputs of a word are packed into one int32 word: 8-byte loads and 4-byte stores, as in the float32 case.
+
+    in  (rows * O0, K0, W / 4) int64      a word = elements 4q .. 4q+3 of one window row
+    out (rows * O0, Wo / 2)    int32      a word = outputs 2q (low half) and 2q + 1 (high half)
+
+Each output is reduced in float32 (exact for max: the result is one of the inputs, and its 16-bit pattern comes
+back unchanged) and rounded once to the input dtype for avg. Requirements (else the pair path): max or avg, 2-d
+(or 1-d) pools with windows k = stride, no padding/dilation/indices/ceil overhang, last kernel dim 2, width a
+multiple of 4, no fused epilogue.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..specs import KernelSpec, OpRecord
+from .base import KernelSource, pow2_at_least
+from .indexing import MEMORY_TUNING
+from .pool_aligned import _pair_halves
+from .pool_paths import I, _block_pids, _combine, _kernel_head, _launch_module
+from .rowwise import cdiv
+
+if TYPE_CHECKING:
+    from .pool import PoolOp
+
+
+def quads_fit(pool: PoolOp, epilogue: list[OpRecord]) -> bool:
+    K, O, In = pool.k, pool.outsp, pool.insp
+    return (bool(MEMORY_TUNING["pool_quads"]) and pool.is_aligned and not epilogue and pool.nd in (1, 2)
+            and pool.x.dtype in ("float16", "bfloat16") and K[-1] == 2 and In[-1] % 4 == 0
+            and In[-1] == 2 * O[-1] and all(o * k == i for o, k, i in zip(O, K, In)))
+
+
+def generate_quads(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> KernelSource:
+    R, K, O, In = pool.rows, pool.k, pool.outsp, pool.insp
+    K0, O0 = (K[0], O[0]) if pool.nd == 2 else (1, 1)
+    M, Q = R * O0, In[-1] // 4  # output rows; words per window row (= output words per output row)
+    BQ = pow2_at_least(Q, 1, 256)
+    words = int(MEMORY_TUNING["pool_pairs_bytes"]) // 8  # int64 words per block, as the pair views' budget
+    BM = pow2_at_least(M, 1, max(1, words // (BQ * K0)))
+    nbq = cdiv(Q, BQ)
+    is_max = pool.kind == "max"
+    dt = "ct.bfloat16" if pool.x.dtype == "bfloat16" else "ct.float16"
+    lines = _kernel_head(spec, ["BM", "BQ"])
+    _block_pids(lines, [nbq], "pid_m", first=1)
+    for r in range(K0):
+        lines.append(f"{I}v = ct.reshape(ct.load(a_{pool.x.name}, index=(pid_m, {r}, pid_1), shape=(BM, 1, BQ), "
+                     "padding_mode=ct.PaddingMode.ZERO), (BM, BQ))")
+        lo, hi = "v.astype(ct.int32)", "(v >> 32).astype(ct.int32)"  # truncation keeps the low 32 bits
+        for name, half in (("a", lo), ("b", hi)):
+            e = _pair_halves(pool.x.dtype, f"w{name}")
+            lines.append(f"{I}w{name} = {half}")
+            pair = _combine(is_max, *e)
+            lines.append(f"{I}{name} = {pair if r == 0 else _combine(is_max, name, pair)}")
+    if not is_max:
+        div = float(pool.divisor or K0 * 2)
+        lines += [f"{I}a = a / {div!r}", f"{I}b = b / {div!r}"]
+    lines += [f"{I}lo = ct.bitcast(a.astype({dt}), ct.int16).astype(ct.int32) & 65535",
+              f"{I}hi = ct.bitcast(b.astype({dt}), ct.int16).astype(ct.int32) << 16",
+              f"{I}ct.store(o_{spec.outputs[0].name}, index=(pid_m, pid_1), tile=lo | hi)"]
+    x = f"a_{pool.x.name}"
+    views = [f".reshape({M}, {K0}, {In[-1]})", f".clone() if {x}.storage_offset() % 4 else {x}",
+             ".view(torch.int64)"]
+    return _launch_module(spec, pool, lines, views, [M, O[-1]], cdiv(M, BM) * nbq, [BM, BQ],
+                          f"{rec.op}: 2-wide windows of 16-bit elements read as 64-bit words ({M}, {K0}, {Q}), "
+                          f"two outputs packed per 32-bit word; tile {BM} x {BQ} words", ".view(torch.int32)")
