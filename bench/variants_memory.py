@@ -96,6 +96,8 @@ VARIANTS = {
         ("int32 pairs, 1024 outs", {"pool_pair_windows": True, "pool_pair_window_outputs": 1024}),
         ("int32 pairs, 2048 outs", {"pool_pair_windows": True, "pool_pair_window_outputs": 2048}),
         ("int32 pairs, 4096 outs", {"pool_pair_windows": True, "pool_pair_window_outputs": 4096}),
+        ("int64 quads, 1024 outs", {"pool_quads": True}),
+        ("int64 quads, 2048 outs", {"pool_quads": True, "pool_pair_window_outputs": 2048}),
         _shifted("split", 1024, 8, 16),
         _shifted("merged", 1024, 8, 16),
     ],

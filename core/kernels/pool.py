@@ -39,7 +39,7 @@ from .expr import bind_args
 from .indexing import MEMORY_TUNING, guarded, input_for, prod, tuple_items
 from .pool_pairs import generate_pair_windows, pair_windows_fit
 from .pool_aligned import generate_aligned
-from .pool_quads import generate_quads, quads_fit
+from .pool_quads import generate_quad_windows, generate_quads, quad_windows_fit, quads_fit
 from .pool_paths import generate_global, generate_shifted, generate_windowed, shift_groups
 
 FLAT_LIMIT = 2 ** 31  # inputs with fewer elements are gathered through a flat view with int32 offsets
@@ -185,6 +185,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         return generate_quads(spec, anchor, pool)
     if pool.is_aligned:
         return generate_aligned(spec, anchor, pool, epilogue)
+    if quad_windows_fit(pool, epilogue):
+        return generate_quad_windows(spec, anchor, pool)
     if pair_windows_fit(pool):
         return generate_pair_windows(spec, anchor, pool, epilogue)
     if pool.is_shiftable and MEMORY_TUNING["pool_overlap_mode"] == "shifted":

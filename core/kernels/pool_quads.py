@@ -1,4 +1,5 @@
-"""2-wide aligned pools of 16-bit inputs through 64-bit words (MEMORY_TUNING["pool_quads"]).
+"""Pools of 16-bit inputs through 64-bit words (MEMORY_TUNING["pool_quads"]): 2-wide aligned windows and
+max_pool(3, 2, 1) (generate_quad_windows).
 
 The int32 pair view (pool_aligned) reads one window pair per 4-byte load and writes one 2-byte output per store:
 specialized sm_90 SASS of max_pool2d(2) 64x128x112x112 bf16 has 16 LDG.E and 8 STG.E.U16 per thread, while the
@@ -70,3 +71,58 @@ def generate_quads(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> KernelSourc
     return _launch_module(spec, pool, lines, views, [M, O[-1]], cdiv(M, BM) * nbq, [BM, BQ],
                           f"{rec.op}: 2-wide windows of 16-bit elements read as 64-bit words ({M}, {K0}, {Q}), "
                           f"two outputs packed per 32-bit word; tile {BM} x {BQ} words", ".view(torch.int32)")
+
+
+def quad_windows_fit(pool: PoolOp, epilogue: list[OpRecord]) -> bool:
+    """max_pool(3, 2, 1) along a last dim that is a multiple of 4 (the pair-window case, pool_pairs.py), 16-bit,
+    no fused epilogue, at least two words per row (a slice wholly outside its row is undefined in cuTile)."""
+    from .pool_pairs import pair_windows_fit
+
+    return (bool(MEMORY_TUNING["pool_quads"]) and pair_windows_fit(pool) and not epilogue
+            and pool.x.dtype in ("float16", "bfloat16") and pool.insp[-1] % 4 == 0 and pool.insp[-1] >= 8)
+
+
+def generate_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> KernelSource:
+    """As pool_pairs.generate_pair_windows, with int64 words of four elements: outputs 2q and 2q + 1 read
+    elements 4q-1 .. 4q+1 and 4q+1 .. 4q+3, i.e. word q and the last element of word q - 1 (a dense slice one word
+    to the left, masked to -inf for q = 0: padding); the two outputs are stored packed in one int32 word."""
+    R, In, O = pool.rows, pool.insp, pool.outsp
+    H, Ho, K0, S0, P0 = (In[0], O[0], pool.k[0], pool.s[0], pool.p[0]) if pool.nd == 2 else (1, 1, 1, 1, 0)
+    M, Q = R * Ho, In[-1] // 4
+    BQ = pow2_at_least(Q, 1, 128)
+    BM = pow2_at_least(M, 1, max(1, int(MEMORY_TUNING["pool_pair_window_outputs"]) // (2 * BQ)))
+    nbq = cdiv(Q, BQ)
+    x = f"a_{pool.x.name}"
+    dt = "ct.bfloat16" if pool.x.dtype == "bfloat16" else "ct.float16"
+    lines = _kernel_head(spec, ["BM", "BQ"])
+    _block_pids(lines, [nbq], "pid_m", first=1)
+    lines += [f"{I}m = pid_m * BM + ct.arange(BM, dtype=ct.int32)",
+              f"{I}q0 = pid_1 * BQ",
+              f"{I}inside = ct.arange(BQ, dtype=ct.int32)[None, :] + q0 >= 1"]
+    if pool.nd == 2:
+        lines += [f"{I}base = (m // {Ho}) * {H}", f"{I}top = (m % {Ho}) * {S0} - {P0}"]
+    e0, e1 = _pair_halves(pool.x.dtype, "wa")
+    e2, e3 = _pair_halves(pool.x.dtype, "wb")
+    left = _pair_halves(pool.x.dtype, "wu")[1]
+    for k in range(K0):
+        row = f"base + ct.minimum(ct.maximum(top + {k}, 0), {H - 1})" if pool.nd == 2 else "m"
+        lines += [f"{I}r = {row}",
+                  f"{I}v = ct.load_advanced_indexing({x}, (r, ct.Slice(q0, BQ)), padding_mode=ct.PaddingMode.ZERO)",
+                  f"{I}u = ct.load_advanced_indexing({x}, (r, ct.Slice(q0 - 1, BQ)), "
+                  "padding_mode=ct.PaddingMode.ZERO)",
+                  f"{I}wa = v.astype(ct.int32)",
+                  f"{I}wb = (v >> 32).astype(ct.int32)",
+                  f"{I}wu = (u >> 32).astype(ct.int32)",
+                  f"{I}e1 = {e1}",
+                  f"{I}ta = {_combine(True, _combine(True, e0, 'e1'), f'ct.where(inside, {left}, -math.inf)')}",
+                  f"{I}tb = {_combine(True, _combine(True, 'e1', e2), e3)}",
+                  f"{I}a = {'ta' if k == 0 else _combine(True, 'a', 'ta')}",
+                  f"{I}b = {'tb' if k == 0 else _combine(True, 'b', 'tb')}"]
+    lines += [f"{I}lo = ct.bitcast(a.astype({dt}), ct.int16).astype(ct.int32) & 65535",
+              f"{I}hi = ct.bitcast(b.astype({dt}), ct.int16).astype(ct.int32) << 16",
+              f"{I}ct.store(o_{spec.outputs[0].name}, index=(pid_m, pid_1), tile=lo | hi)"]
+    views = [f".reshape({R * H}, {In[-1]})", f".clone() if {x}.storage_offset() % 4 else {x}", ".view(torch.int64)"]
+    return _launch_module(spec, pool, lines, views, [M, O[-1]], cdiv(M, BM) * nbq, [BM, BQ],
+                          f"{rec.op}: 3-wide stride-2 windows over 16-bit elements read as 64-bit words "
+                          f"({R * H}, {Q}); tile {BM} x {BQ} words from shifted dense-slice loads, {K0} window rows, "
+                          "two outputs packed per 32-bit word", ".view(torch.int32)")

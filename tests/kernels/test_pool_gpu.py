@@ -106,13 +106,16 @@ def test_pool_float32_pair_views(name, shape, monkeypatch):
 
 
 QUADS = [("F.max_pool2d(x, 2)", (64, 128, 112, 112)), ("F.max_pool2d(x, 2)", (3, 5, 6, 8)),
-         ("F.avg_pool2d(x, 2)", (8, 64, 56, 56)), ("F.max_pool1d(x, 2)", (16, 33, 1032))]
+         ("F.avg_pool2d(x, 2)", (8, 64, 56, 56)), ("F.max_pool1d(x, 2)", (16, 33, 1032)),
+         ("F.max_pool2d(x, 3, 2, 1)", (64, 128, 112, 112)), ("F.max_pool2d(x, 3, 2, 1)", (2, 3, 9, 8)),
+         ("F.max_pool1d(x, 3, 2, 1)", (4, 5, 1032))]
 
 
-@pytest.mark.parametrize("expr,shape", QUADS, ids=[f"{e[2:5]}{e[6:10]}-{'x'.join(map(str, s))}" for e, s in QUADS])
+@pytest.mark.parametrize("expr,shape", QUADS, ids=[f"{e[2:-1]}-{'x'.join(map(str, s))}" for e, s in QUADS])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_pool_16bit_quads(expr, shape, dtype, monkeypatch):
-    """2-wide 16-bit pools through 64-bit words (MEMORY_TUNING["pool_quads"], forced on: not the default yet)."""
+    """16-bit pools through 64-bit words, 2-wide aligned and 3/2/1 windows (MEMORY_TUNING["pool_quads"], forced
+    on: not the default yet)."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_quads", True)
