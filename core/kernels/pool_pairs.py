@@ -40,9 +40,27 @@ def _max(a: str, b: str) -> str:
     return f"ct.maximum({a}, {b}, propagate_nan=True)"
 
 
+def window_row_base(pool: PoolOp, lines: list[str]) -> None:
+    """base (first input row of the tile row's channel row) and top (its window's first input row) of a 2-d pool,
+    for the tile rows m = (channel row, output row)."""
+    if pool.nd == 2:
+        H, Ho, S0, P0 = pool.insp[0], pool.outsp[0], pool.s[0], pool.p[0]
+        lines += [f"{I}base = (m // {Ho}) * {H}", f"{I}top = (m % {Ho}) * {S0} - {P0}"]
+
+
+def shifted_row_loads(pool: PoolOp, x: str, start: str, width: str, k: int) -> list[str]:
+    """r = the input row of window row k (clamped into the input: it then lies in the same window, harmless for a
+    maximum), v = its words start .. start + width, u = the same one word to the left."""
+    row = f"base + ct.minimum(ct.maximum(top + {k}, 0), {pool.insp[0] - 1})" if pool.nd == 2 else "m"
+    return [f"{I}r = {row}",
+            f"{I}v = ct.load_advanced_indexing({x}, (r, ct.Slice({start}, {width})), padding_mode=ct.PaddingMode.ZERO)",
+            f"{I}u = ct.load_advanced_indexing({x}, (r, ct.Slice({start} - 1, {width})), "
+            "padding_mode=ct.PaddingMode.ZERO)"]
+
+
 def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: list[OpRecord]) -> KernelSource:
     R, In, O = pool.rows, pool.insp, pool.outsp
-    H, Ho, K0, S0, P0 = (In[0], O[0], pool.k[0], pool.s[0], pool.p[0]) if pool.nd == 2 else (1, 1, 1, 1, 0)
+    H, Ho, K0 = (In[0], O[0], pool.k[0]) if pool.nd == 2 else (1, 1, 1)
     M, Wo = R * Ho, O[-1]
     BJ = pow2_at_least(Wo, 1, 256)
     BM = pow2_at_least(M, 1, max(1, int(MEMORY_TUNING["pool_pair_window_outputs"]) // BJ))
@@ -54,17 +72,12 @@ def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogu
     lines += [f"{I}m = pid_m * BM + ct.arange(BM, dtype=ct.int32)",
               f"{I}j0 = pid_j * BJ",
               f"{I}inside = ct.arange(BJ, dtype=ct.int32)[None, :] + j0 >= 1"]
-    if pool.nd == 2:
-        lines += [f"{I}base = (m // {Ho}) * {H}", f"{I}top = (m % {Ho}) * {S0} - {P0}"]
+    window_row_base(pool, lines)
     lo_hi = _pair_halves(pool.x.dtype, "v")
     left = _pair_halves(pool.x.dtype, "u")[1]
     for k in range(K0):
-        row = f"base + ct.minimum(ct.maximum(top + {k}, 0), {H - 1})" if pool.nd == 2 else "m"
-        lines += [f"{I}r = {row}",
-                  f"{I}v = ct.load_advanced_indexing({x}, (r, ct.Slice(j0, BJ)), padding_mode=ct.PaddingMode.ZERO)",
-                  f"{I}u = ct.load_advanced_indexing({x}, (r, ct.Slice(j0 - 1, BJ)), "
-                  f"padding_mode=ct.PaddingMode.ZERO)",
-                  f"{I}t = {_max(_max(*lo_hi), f'ct.where(inside, {left}, -math.inf)')}",
+        lines += shifted_row_loads(pool, x, "j0", "BJ", k)
+        lines += [f"{I}t = {_max(_max(*lo_hi), f'ct.where(inside, {left}, -math.inf)')}",
                   f"{I}acc = {'t' if k == 0 else _max('acc', 't')}"]
     out_tile = "(BM, BJ)"
     env: dict[str, str] = {rec.node: "acc"}

@@ -25,6 +25,7 @@ from .base import KernelSource, pow2_at_least
 from .indexing import MEMORY_TUNING
 from .pool_aligned import _pair_halves
 from .pool_paths import I, _block_pids, _combine, _kernel_head, _launch_module
+from .pool_pairs import pair_windows_fit, shifted_row_loads, window_row_base
 from .rowwise import cdiv
 
 if TYPE_CHECKING:
@@ -76,8 +77,6 @@ def generate_quads(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> KernelSourc
 def quad_windows_fit(pool: PoolOp, epilogue: list[OpRecord]) -> bool:
     """max_pool(3, 2, 1) along a last dim that is a multiple of 4 (the pair-window case, pool_pairs.py), 16-bit,
     no fused epilogue, at least two words per row (a slice wholly outside its row is undefined in cuTile)."""
-    from .pool_pairs import pair_windows_fit
-
     return (bool(MEMORY_TUNING["pool_quads"]) and pair_windows_fit(pool) and not epilogue
             and pool.x.dtype in ("float16", "bfloat16") and pool.insp[-1] % 4 == 0 and pool.insp[-1] >= 8)
 
@@ -87,7 +86,7 @@ def generate_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> Kern
     elements 4q-1 .. 4q+1 and 4q+1 .. 4q+3, i.e. word q and the last element of word q - 1 (a dense slice one word
     to the left, masked to -inf for q = 0: padding); the two outputs are stored packed in one int32 word."""
     R, In, O = pool.rows, pool.insp, pool.outsp
-    H, Ho, K0, S0, P0 = (In[0], O[0], pool.k[0], pool.s[0], pool.p[0]) if pool.nd == 2 else (1, 1, 1, 1, 0)
+    H, Ho, K0 = (In[0], O[0], pool.k[0]) if pool.nd == 2 else (1, 1, 1)
     M, Q = R * Ho, In[-1] // 4
     BQ = pow2_at_least(Q, 1, 128)
     BM = pow2_at_least(M, 1, max(1, int(MEMORY_TUNING["pool_pair_window_outputs"]) // (2 * BQ)))
@@ -99,18 +98,13 @@ def generate_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> Kern
     lines += [f"{I}m = pid_m * BM + ct.arange(BM, dtype=ct.int32)",
               f"{I}q0 = pid_1 * BQ",
               f"{I}inside = ct.arange(BQ, dtype=ct.int32)[None, :] + q0 >= 1"]
-    if pool.nd == 2:
-        lines += [f"{I}base = (m // {Ho}) * {H}", f"{I}top = (m % {Ho}) * {S0} - {P0}"]
+    window_row_base(pool, lines)
     e0, e1 = _pair_halves(pool.x.dtype, "wa")
     e2, e3 = _pair_halves(pool.x.dtype, "wb")
     left = _pair_halves(pool.x.dtype, "wu")[1]
     for k in range(K0):
-        row = f"base + ct.minimum(ct.maximum(top + {k}, 0), {H - 1})" if pool.nd == 2 else "m"
-        lines += [f"{I}r = {row}",
-                  f"{I}v = ct.load_advanced_indexing({x}, (r, ct.Slice(q0, BQ)), padding_mode=ct.PaddingMode.ZERO)",
-                  f"{I}u = ct.load_advanced_indexing({x}, (r, ct.Slice(q0 - 1, BQ)), "
-                  "padding_mode=ct.PaddingMode.ZERO)",
-                  f"{I}wa = v.astype(ct.int32)",
+        lines += shifted_row_loads(pool, x, "q0", "BQ", k)
+        lines += [f"{I}wa = v.astype(ct.int32)",
                   f"{I}wb = (v >> 32).astype(ct.int32)",
                   f"{I}wu = (u >> 32).astype(ct.int32)",
                   f"{I}e1 = {e1}",
