@@ -82,6 +82,8 @@ VARIANTS = {
         ("2048 elements per tile", {"gather_tile_elems": 2048}),
         ("8192 elements per tile", {"gather_tile_elems": 8192}),
         ("16384 elements per tile", {"gather_tile_elems": 16384}),
+        ("int64 words, 4096 elements per tile", {"embedding_words": True}),
+        ("int64 words, 8192 elements per tile", {"embedding_words": True, "gather_tile_elems": 8192}),
     ],
     "pad 1,1,1,1 64x128x112x112 fp16": [
         ("words, 2048 per block", {}),

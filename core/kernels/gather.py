@@ -23,7 +23,7 @@ import struct
 from typing import Any
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
-from . import gather_pad
+from . import gather_words
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
@@ -450,9 +450,13 @@ def generate(spec: KernelSpec) -> KernelSource:
         raise Unsupported("a gather kernel with a fused prologue")
     rec, epilogue = spec.ops[0], spec.ops[1:]
     if rec.op in ("pad", "constant_pad_nd"):
-        words = gather_pad.plan(spec)
+        words = gather_words.plan(spec)
         if words:
-            return gather_pad.generate(spec, words)
+            return gather_words.generate(spec, words)
+    if rec.op == "embedding":
+        words = gather_words.embedding_plan(spec)
+        if words:
+            return gather_words.generate_embedding(spec, words)
     fn = _OPS.get(rec.op)
     if fn is None:
         raise Unsupported(f"{rec.target}: no gather generator for this op (data-dependent or scatter-style)")

@@ -113,11 +113,14 @@ MEMORY_TUNING: dict[str, Any] = {
     "pool_global_elems": 8192,
     # gather family (embedding, pad, index, ...): output elements per (BR rows x BL <= 1024 columns) tile
     "gather_tile_elems": 4096,
-    # zero padding of the last one/two dims as shifted 32-bit word copies (gather_pad.py) instead of per-element
+    # zero padding of the last one/two dims as shifted 32-bit word copies (gather_words.py) instead of per-element
     # gathers; words per block. H200, pad (1, 1, 1, 1) 64x128x112x112 fp16, same run (eager 0.331 ms): gathers
     # 0.202 ms (0.50 of a same-size copy); words 2048 per block 0.151 (0.67), 4096 0.158, 8192 0.173
     "pad_words": True,
     "pad_words_tile": 2048,
+    # embedding lookups as 64-bit word copies of the table rows (gather_words.py): compiled and emulated, not yet
+    # timed on a GPU, so off
+    "embedding_words": False,
 }
 
 

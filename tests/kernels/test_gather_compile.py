@@ -161,3 +161,52 @@ def test_pad_words_falls_back_to_gathers(expr, inputs, monkeypatch):
     spec = snippet_spec(forward(expr), inputs, FAMILY)
     code = generate_kernel(spec).code
     assert "ct.gather(" in code and "ct.Slice(" not in code
+
+
+# embedding lookups as word copies of the table rows (MEMORY_TUNING["embedding_words"], forced on)
+EMBED_WORDS = {
+    "bf16_int64_words": ("F.embedding(i, w)", "[torch.randn(37, 64).to(torch.bfloat16), torch.randint(0, 37, (3, 7))]"),
+    "fp16_int32_words": ("F.embedding(i, w)", "[torch.randn(20, 6).half(), torch.randint(0, 20, (11,))]"),
+    "fp32_int32_words": ("F.embedding(i, w)", "[torch.randn(9, 3), torch.randint(0, 9, (2, 3, 4))]"),
+    "fp32_column_blocks": ("F.embedding(i, w)", "[torch.randn(5, 1100), torch.randint(0, 5, (7,))]"),
+    "int32_ids_padding_idx": ("F.embedding(i, w, padding_idx=0)", "[torch.randn(30, 16), torch.randint(0, 30, (5, 3)).int()]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMBED_WORDS))
+def test_embedding_as_word_copies(name, monkeypatch):
+    import torch
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "embedding_words", True)
+    expr, inputs = EMBED_WORDS[name]
+    spec = snippet_spec(forward(expr, "w, i"), inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert any("copied as" in n for n in source.notes), source.notes
+    vocab = spec.inputs[0].shape[0]
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(int_ranges={"i": (0, vocab)}, strided=strided))
+        assert result.ok, (strided, result.message)
+    gen = torch.Generator().manual_seed(5)
+    w = torch.randn(spec.inputs[0].shape, generator=gen).to(getattr(torch, spec.inputs[0].dtype))
+    i = torch.randint(0, vocab, spec.inputs[1].shape, generator=gen).to(getattr(torch, spec.inputs[1].dtype))
+    w[1, 0] = float("nan")
+    offset = torch.empty(w.numel() + 1, dtype=w.dtype)[1:].view(w.shape)  # a table one element into its buffer
+    offset.copy_(w)
+    with emulation():
+        ns = load_emulated(source)
+        for table in (w, offset):
+            torch.testing.assert_close(ns[source.launch_name](table, i), w[i.long()], rtol=0, atol=0, equal_nan=True)
+
+
+def test_embedding_words_fall_back(monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "embedding_words", True)
+    for expr, inputs in (("torch.relu(F.embedding(i, w))", "[torch.randn(9, 8), torch.randint(0, 9, (4,))]"),
+                         ("F.embedding(i, w)", "[torch.randn(9, 5).half(), torch.randint(0, 9, (4,))]")):  # 10 B
+        notes = generate_kernel(snippet_spec(forward(expr, "w, i"), inputs, FAMILY)).notes
+        assert not any("copied as" in n for n in notes), expr
