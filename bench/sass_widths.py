@@ -1,0 +1,66 @@
+"""Memory-instruction widths of the generated kernels (CPU, no GPU needed): for each bench/kernels.py case, compile
+every launch specialized for sm_90 as cuTile's JIT does (`aot.compile_cubin(..., specialize=True)`), disassemble it
+with nvdisasm and count the global loads/stores per thread by width (LDG.E.U16 = 2 bytes, LDG.E = 4, .64, .128),
+TMA copies (UTMALDG/UTMASTG) and local-memory spills (STL). Narrow accesses are the first suspect when a
+memory-bound kernel stays under its copy bandwidth (session 6: the 16-bit pools and the embedding).
+
+    NVDISASM=/path/to/nvdisasm python bench/sass_widths.py [--only SUBSTRING] [--family pool]
+
+nvdisasm comes in PyPI's `nvidia-cuda-nvdisasm` wheel (`pip download --no-deps nvidia-cuda-nvdisasm`, unzip;
+not a dependency); without NVDISASM the script looks for it on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernels import CASES, spec_for  # noqa: E402 - bench/kernels.py helpers
+
+MEMORY_OPS = re.compile(r"\b(LDG[A-Z0-9.]*|STG[A-Z0-9.]*|UTMALDG[A-Z0-9.]*|UTMASTG[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|"
+                        r"STL[A-Z0-9.]*|LDL[A-Z0-9.]*)")
+
+
+def widths(nvdisasm: str, cubin: bytes) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True).stdout
+    counts = collections.Counter(op.replace(".E", "") for op in MEMORY_OPS.findall(sass))
+    return " ".join(f"{op}:{n}" for op, n in sorted(counts.items()))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default=None, help="substring of the case labels")
+    parser.add_argument("--family", default=None)
+    args = parser.parse_args()
+    nvdisasm = os.environ.get("NVDISASM") or shutil.which("nvdisasm")
+    if not nvdisasm:
+        print("bench/sass_widths.py needs nvdisasm (set NVDISASM; see the module docstring)", file=sys.stderr)
+        return 2
+    from tilestudio.core.kernels import aot, generate_kernel
+
+    for family, label, body, inputs, *_ in CASES:
+        if (args.only and args.only not in label) or (args.family and family != args.family):
+            continue
+        try:
+            spec = spec_for(body, inputs)
+            source = generate_kernel(spec)
+            parts = [widths(nvdisasm, aot.compile_cubin(rec, "sm_90", specialize=True))
+                     for rec in aot.trace_launches(source, spec)]
+            print(f"{label[:52]:52s} | {' || '.join(parts)}", flush=True)
+        except Exception as exc:  # noqa: BLE001 - one case never stops the table
+            print(f"{label[:52]:52s} | ERROR {type(exc).__name__}: {str(exc)[:80]}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
