@@ -29,6 +29,7 @@ import re
 from ..specs import KernelSpec, TensorSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, emit_elementwise
+from .gemm_common import kernel_decorator
 from .indexing import MEMORY_TUNING
 
 INDEX_LIMIT = 2**31 - 1  # flat offsets are int32
@@ -281,9 +282,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     # ---- module ----
     kparams = [params[op.spec.name] for op in ins] + out_params + [scalar_params[t.graph_value or t.name]
                                                                   for t in scalars]
-    occupancy = MEMORY_TUNING["elementwise_occupancy"]
-    decorator = f"@ct.kernel(occupancy={int(occupancy)})" if occupancy else "@ct.kernel"
-    kernel = [decorator, f"def {kid}_kernel({', '.join(kparams)}, BLOCK: ct.Constant[int]):"] + body
+    kernel = [kernel_decorator(MEMORY_TUNING["elementwise_occupancy"]), f"def {kid}_kernel({', '.join(kparams)}, BLOCK: ct.Constant[int]):"] + body
 
     args = [t.name for t in spec.inputs]
     wrapper = [f"def launch_{kid}({', '.join(args)}):"]

@@ -23,7 +23,8 @@ from __future__ import annotations
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, pow2_at_least
 from .expr import bind_args, scalar_value
-from .indexing import MEMORY_TUNING, alloc_outputs, decode, input_for, is_ref, module, prod, ret_outputs
+from .indexing import (MEMORY_TUNING, alloc_outputs, decode, input_for, is_ref, module, prod, ret_outputs,
+                       word_views)
 
 I = "    "
 _WORDS = {"float16": 2, "bfloat16": 2, "float32": 1}  # elements per 32-bit word
@@ -83,7 +84,8 @@ def generate(spec: KernelSpec, p: dict) -> KernelSource:
     lines += [f"{I}pid_m = bid // {nbj}", f"{I}pid_j = bid % {nbj}"] if nbj > 1 else \
              [f"{I}pid_m = bid", f"{I}pid_j = 0"]
     lines += [f"{I}m = pid_m * BM + ct.arange(BM, dtype=ct.int32)", f"{I}j0 = pid_j * BJ"]
-    if H > 1 or T or Ho > 1:
+    rows = Ho > 1  # 2-d padding (Ho >= H, and a top pad makes Ho > 1): output rows map to input rows or zeros
+    if rows:
         lines += [f"{I}ri = m % {Ho} - {T}",
                   f"{I}r = (m // {Ho}) * {H} + ct.minimum(ct.maximum(ri, 0), {H - 1})",
                   f"{I}keep = ((ri >= 0) & (ri < {H}))[:, None]"]
@@ -95,7 +97,7 @@ def generate(spec: KernelSpec, p: dict) -> KernelSource:
                   f"{I}w = ((u >> 16) & 65535) | (v << 16)"]
     else:
         lines.append(f"{I}w = {load.format(s=q)}")
-    if H > 1 or T or Ho > 1:
+    if rows:
         lines.append(f"{I}w = ct.where(keep, w, 0)")
     lines.append(f"{I}ct.store(o_y, index=(pid_m, pid_j), tile=w)")
 
@@ -104,10 +106,7 @@ def generate(spec: KernelSpec, p: dict) -> KernelSource:
     rows_in = p["lead"] * H
     xs = f"a_{x.name}"
     w.append(f"{I}{xs} = {x.name}.contiguous().view({rows_in}, {p['W']})")
-    if p["per"] == 2:  # an odd start offset cannot be viewed as words: copied first
-        w.append(f"{I}{xs} = ({xs}.clone() if {xs}.storage_offset() % 2 else {xs}).view(torch.int32)")
-    else:
-        w.append(f"{I}{xs} = {xs}.view(torch.int32)")
+    w += [f"{I}{xs} = {xs}{v}" for v in word_views(xs, p["per"], "torch.int32")]
     src, dst = xs, f"{o.name}.view({M}, {p['wo'] * p['per']}).view(torch.int32)"
     w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({-(-M // BM) * nbj}, 1, 1), {kid}_kernel, "
              f"({src}, {dst}, {BM}, {BJ}))")
@@ -154,9 +153,8 @@ def generate_embedding(spec: KernelSpec, p: dict) -> KernelSource:
     wr = [f"def launch_{kid}({', '.join(t.name for t in spec.inputs)}):"]
     alloc_outputs(spec, f"{w.name}.device", wr)
     aw = f"a_{w.name}"
-    align = word // (4 if w.dtype == "float32" else 2)  # elements per word
     wr.append(f"{I}{aw} = {w.name}.contiguous()")
-    wr.append(f"{I}{aw} = ({aw}.clone() if {aw}.storage_offset() % {align} else {aw}).view({dt})")
+    wr += [f"{I}{aw} = {aw}{v}" for v in word_views(aw, word // (4 if w.dtype == "float32" else 2), dt)]
     ids_arg = f"{ids.name}.reshape(1)" if not ids.shape else ids.name
     wr.append(f"{I}ct.launch(torch.cuda.current_stream(), ({-(-N // BR) * nlb}, 1, 1), {kid}_kernel, "
               f"({aw}, {ids_arg}, {o.name}.view({N}, {w.shape[1]}).view({dt}), {BR}, {BL}))")

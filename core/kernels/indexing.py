@@ -198,6 +198,14 @@ def array_param(t: TensorSpec) -> str:
     return f"a_{t.name}"
 
 
+def word_views(x: str, elements: int, word: str) -> list[str]:
+    """Wrapper suffixes (`x = x<suffix>`) viewing the tensor `x` as words of `elements` elements (dtype `word`):
+    a tensor whose start is not a whole word into its buffer (a flat buffer sliced by one) cannot be viewed so and
+    is copied first."""
+    copy = [f".clone() if {x}.storage_offset() % {elements} else {x}"] if elements > 1 else []
+    return copy + [f".view({word})"]
+
+
 def out_param(t: TensorSpec) -> str:
     return f"o_{t.name}"
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource
-from .indexing import MEMORY_TUNING, array_param, decode, prod, tup
+from .indexing import MEMORY_TUNING, array_param, decode, prod, tup, word_views
 from .pool_paths import (I, _aligned_padding, _arange_along, _block_pids, _combine, _divide, _divide_by, _epilogue,
                          _kernel_head, _launch_module, _output_coords, _output_tiles, _reduce, _store_lines)
 from .rowwise import cdiv
@@ -166,10 +166,9 @@ def pair_dtype_ok(dtype: str) -> bool:
 
 
 def pair_views(x: str, dtype: str) -> list[str]:
-    """Wrapper suffixes viewing `x` as pair words (int64 for float32, int32 for 16-bit dtypes): a tensor starting
-    at an odd element (a flat buffer sliced by one) cannot be viewed so and is copied first."""
-    word = "torch.int64" if dtype == "float32" else "torch.int32"
-    return [f".clone() if {x}.storage_offset() % 2 else {x}", f".view({word})"]
+    """Wrapper suffixes viewing `x` as pair words (int64 for float32, int32 for 16-bit dtypes)."""
+    return word_views(x, 2, "torch.int64" if dtype == "float32" else "torch.int32")
+
 
 
 def _pair_view(pool: PoolOp) -> bool:

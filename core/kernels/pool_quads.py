@@ -22,14 +22,23 @@ from typing import TYPE_CHECKING
 
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, pow2_at_least
-from .indexing import MEMORY_TUNING
+from .indexing import MEMORY_TUNING, array_param, out_param, word_views
 from .pool_aligned import _pair_halves
 from .pool_paths import I, _block_pids, _combine, _kernel_head, _launch_module
 from .pool_pairs import pair_windows_fit, shifted_row_loads, window_row_base
-from .rowwise import cdiv
+from .rowwise import cdiv, ct_dtype
 
 if TYPE_CHECKING:
     from .pool import PoolOp
+
+
+def _packed_store(spec: KernelSpec, pool: PoolOp, lines: list[str]) -> None:
+    """Store float32 tiles a (outputs 2q) and b (outputs 2q + 1) rounded to the input dtype, packed into int32
+    words: a's 16 bits low, b's high."""
+    dt = ct_dtype(pool.x.dtype)
+    lines += [f"{I}lo = ct.bitcast(a.astype({dt}), ct.int16).astype(ct.int32) & 65535",
+              f"{I}hi = ct.bitcast(b.astype({dt}), ct.int16).astype(ct.int32) << 16",
+              f"{I}ct.store({out_param(spec.outputs[0])}, index=(pid_m, pid_1), tile=lo | hi)"]
 
 
 def quads_fit(pool: PoolOp, epilogue: list[OpRecord]) -> bool:
@@ -48,11 +57,10 @@ def generate_quads(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> KernelSourc
     BM = pow2_at_least(M, 1, max(1, words // (BQ * K0)))
     nbq = cdiv(Q, BQ)
     is_max = pool.kind == "max"
-    dt = "ct.bfloat16" if pool.x.dtype == "bfloat16" else "ct.float16"
     lines = _kernel_head(spec, ["BM", "BQ"])
     _block_pids(lines, [nbq], "pid_m", first=1)
     for r in range(K0):
-        lines.append(f"{I}v = ct.reshape(ct.load(a_{pool.x.name}, index=(pid_m, {r}, pid_1), shape=(BM, 1, BQ), "
+        lines.append(f"{I}v = ct.reshape(ct.load({array_param(pool.x)}, index=(pid_m, {r}, pid_1), shape=(BM, 1, BQ), "
                      "padding_mode=ct.PaddingMode.ZERO), (BM, BQ))")
         lo, hi = "v.astype(ct.int32)", "(v >> 32).astype(ct.int32)"  # truncation keeps the low 32 bits
         for name, half in (("a", lo), ("b", hi)):
@@ -63,12 +71,8 @@ def generate_quads(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> KernelSourc
     if not is_max:
         div = float(pool.divisor or K0 * 2)
         lines += [f"{I}a = a / {div!r}", f"{I}b = b / {div!r}"]
-    lines += [f"{I}lo = ct.bitcast(a.astype({dt}), ct.int16).astype(ct.int32) & 65535",
-              f"{I}hi = ct.bitcast(b.astype({dt}), ct.int16).astype(ct.int32) << 16",
-              f"{I}ct.store(o_{spec.outputs[0].name}, index=(pid_m, pid_1), tile=lo | hi)"]
-    x = f"a_{pool.x.name}"
-    views = [f".reshape({M}, {K0}, {In[-1]})", f".clone() if {x}.storage_offset() % 4 else {x}",
-             ".view(torch.int64)"]
+    _packed_store(spec, pool, lines)
+    views = [f".reshape({M}, {K0}, {In[-1]})"] + word_views(array_param(pool.x), 4, "torch.int64")
     return _launch_module(spec, pool, lines, views, [M, O[-1]], cdiv(M, BM) * nbq, [BM, BQ],
                           f"{rec.op}: 2-wide windows of 16-bit elements read as 64-bit words ({M}, {K0}, {Q}), "
                           f"two outputs packed per 32-bit word; tile {BM} x {BQ} words", ".view(torch.int32)")
@@ -91,8 +95,7 @@ def generate_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> Kern
     BQ = pow2_at_least(Q, 1, 128)
     BM = pow2_at_least(M, 1, max(1, int(MEMORY_TUNING["pool_pair_window_outputs"]) // (2 * BQ)))
     nbq = cdiv(Q, BQ)
-    x = f"a_{pool.x.name}"
-    dt = "ct.bfloat16" if pool.x.dtype == "bfloat16" else "ct.float16"
+    x = array_param(pool.x)
     lines = _kernel_head(spec, ["BM", "BQ"])
     _block_pids(lines, [nbq], "pid_m", first=1)
     lines += [f"{I}m = pid_m * BM + ct.arange(BM, dtype=ct.int32)",
@@ -112,10 +115,8 @@ def generate_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> Kern
                   f"{I}tb = {_combine(True, _combine(True, 'e1', e2), e3)}",
                   f"{I}a = {'ta' if k == 0 else _combine(True, 'a', 'ta')}",
                   f"{I}b = {'tb' if k == 0 else _combine(True, 'b', 'tb')}"]
-    lines += [f"{I}lo = ct.bitcast(a.astype({dt}), ct.int16).astype(ct.int32) & 65535",
-              f"{I}hi = ct.bitcast(b.astype({dt}), ct.int16).astype(ct.int32) << 16",
-              f"{I}ct.store(o_{spec.outputs[0].name}, index=(pid_m, pid_1), tile=lo | hi)"]
-    views = [f".reshape({R * H}, {In[-1]})", f".clone() if {x}.storage_offset() % 4 else {x}", ".view(torch.int64)"]
+    _packed_store(spec, pool, lines)
+    views = [f".reshape({R * H}, {In[-1]})"] + word_views(x, 4, "torch.int64")
     return _launch_module(spec, pool, lines, views, [M, O[-1]], cdiv(M, BM) * nbq, [BM, BQ],
                           f"{rec.op}: 3-wide stride-2 windows over 16-bit elements read as 64-bit words "
                           f"({R * H}, {Q}); tile {BM} x {BQ} words from shifted dense-slice loads, {K0} window rows, "

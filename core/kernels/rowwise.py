@@ -33,7 +33,6 @@ from .rowwise_values import (FLOAT_DTYPES, INT_DTYPES, cdiv, ct_dtype, decode, f
                              pow2_floor, prod)
 
 
-
 # Every performance choice of the row-wise generators (softmax, norm, reduction) lives in this one table, so a
 # benchmark (bench/variants_rowwise.py) can switch defaults with `tuned(...)` and compare. Tile sizes follow from
 # it deterministically per shape (see choose_tiles / choose_tiles_full_row).
