@@ -65,9 +65,13 @@ MEMORY_TUNING: dict[str, Any] = {
     # run, device time: max_pool2d(2) in-kernel reshape 0.569 ms -> pairs 0.070 (eager 0.157); max_pool2d(3, 2, 1)
     # gathers 0.289 -> pair windows 0.072 (1024 outputs; 2048: 0.073; eager 0.205)
     "pool_pairs_fp32": True,
-    # 2-wide aligned pools of 16-bit inputs through int64 words of four elements, two outputs packed per int32
-    # store (pool_quads.py): the float32 pair path's access widths. Compiled and emulated, not yet timed on a GPU
-    "pool_quads": False,
+    # 16-bit pools through int64 words of four elements, two outputs packed per int32 store (pool_quads.py): the
+    # 2-wide aligned windows and max_pool(3, 2, 1). H200, same run, device time (session 7): max_pool2d(2)
+    # 64x128x112x112 bf16 int32 pairs 16384 0.095 ms (0.67 of a same-size copy) -> quads 32 KB 0.076, 16 KB
+    # 0.062 (1.04; eager 0.306); max_pool2d(3, 2, 1) fp16 int32 pairs 1024 outputs 0.138 -> quads 1024 0.090
+    # (0.71), 2048 0.109 (eager 0.415)
+    "pool_quads": True,
+    "pool_quads_bytes": 16384,  # input bytes per block of the 2-wide quad view (above)
     # max_pool(3, 2, 1) of 16-bit inputs over an even last dim: int32 pairs with shifted dense-slice loads
     # (pool_pairs.py) instead of per-window-element gathers; outputs per block. H200, max_pool2d(3, 2, 1)
     # 64x128x112x112 fp16, same run (eager 0.443 ms): gathers 0.344 ms; pairs 1024 outputs 0.156, 2048 0.164,
@@ -118,9 +122,10 @@ MEMORY_TUNING: dict[str, Any] = {
     # 0.202 ms (0.50 of a same-size copy); words 2048 per block 0.151 (0.67), 4096 0.158, 8192 0.173
     "pad_words": True,
     "pad_words_tile": 2048,
-    # embedding lookups as 64-bit word copies of the table rows (gather_words.py): compiled and emulated, not yet
-    # timed on a GPU, so off
-    "embedding_words": False,
+    # embedding lookups as 64-bit word copies of the table rows (gather_words.py). H200, same run, device time
+    # (session 7), embedding 65536x1024 bf16: elements 4096 per tile 0.074 ms (0.90 of a same-size copy), words
+    # 4096 0.066 (1.01), words 8192 0.066 (eager 0.071)
+    "embedding_words": True,
 }
 
 

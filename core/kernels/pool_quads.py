@@ -53,7 +53,7 @@ def generate_quads(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> KernelSourc
     K0, O0 = (K[0], O[0]) if pool.nd == 2 else (1, 1)
     M, Q = R * O0, In[-1] // 4  # output rows; words per window row (= output words per output row)
     BQ = pow2_at_least(Q, 1, 256)
-    words = int(MEMORY_TUNING["pool_pairs_bytes"]) // 8  # int64 words per block, as the pair views' budget
+    words = int(MEMORY_TUNING["pool_quads_bytes"]) // 8  # int64 words per block
     BM = pow2_at_least(M, 1, max(1, words // (BQ * K0)))
     nbq = cdiv(Q, BQ)
     is_max = pool.kind == "max"

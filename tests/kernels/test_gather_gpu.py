@@ -150,11 +150,13 @@ EMBED_WORDS = [(37, 64, (3, 7)), (32000, 1024, (4, 513)), (50, 6, (11,)), (8, 40
 
 @pytest.mark.parametrize("shape", EMBED_WORDS, ids=lambda s: f"{s[0]}x{s[1]}-{'x'.join(map(str, s[2]))}")
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_embedding_as_word_copies(shape, dtype, monkeypatch):
-    """Embedding rows copied as 64/32-bit words (MEMORY_TUNING["embedding_words"], forced on: not the default)."""
+@pytest.mark.parametrize("words", [True, False], ids=["words", "elements"])
+def test_embedding_as_word_copies(shape, dtype, words, monkeypatch):
+    """Embedding rows copied as 64/32-bit words (MEMORY_TUNING["embedding_words"], the default) and, switched off,
+    as element tiles."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
-    monkeypatch.setitem(MEMORY_TUNING, "embedding_words", True)
+    monkeypatch.setitem(MEMORY_TUNING, "embedding_words", words)
     inputs, ranges = _embedding(shape, DT.get(dtype, ""))
     spec = snippet_spec(forward("F.embedding(i, w)", "w, i"), f"[{inputs}]", "gather")
     result = run_check(spec, make_inputs(int_ranges=ranges), CHECK)

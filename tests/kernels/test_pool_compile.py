@@ -182,6 +182,7 @@ def test_aligned_pool_reads_16bit_pairs_as_int32(name, monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_aligned_pairs", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads", False)
     spec = snippet_spec(*CASES[name], FAMILY)
     source = compile_spec(spec, ("sm_90",))
     kernel = source.code.split("def launch_")[0]
@@ -205,6 +206,7 @@ def test_pair_pool_is_exact_and_propagates_nan(dtype, monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_aligned_pairs", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads", False)
     spec = snippet_spec(forward("F.max_pool2d(x, 2)"), f"[torch.randn(2, 3, 10, 36).to(torch.{dtype})]", FAMILY)
     source = generate_kernel(spec)
     assert "ct.bitcast(" in source.code
@@ -335,21 +337,24 @@ def test_gpu_pair_cases_pass_on_the_emulator(name, monkeypatch):
     test_pool_gpu.test_pool_float32_pair_views(name, shape, monkeypatch)
 
 
+@pytest.mark.parametrize("quads", [True, False], ids=["quads", "pairs"])
 @pytest.mark.parametrize("expr", ["F.max_pool2d(x, 2)", "F.max_pool2d(x, 3, 2, 1)"])
-def test_pair_views_take_inputs_at_an_odd_offset(expr):
-    """A contiguous input starting at an odd element (a flat buffer sliced by one) cannot be viewed as pair words in
-    place: the wrapper copies it first instead of failing."""
+def test_pair_views_take_inputs_at_an_odd_offset(expr, quads, monkeypatch):
+    """A contiguous input starting at an odd element (a flat buffer sliced by one) cannot be viewed as pair (quad)
+    words in place: the wrapper copies it first instead of failing."""
     import torch
     import torch.nn.functional as F
 
     from .cutile_emulator import emulation, load_emulated
     from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
-    spec = snippet_spec(forward(expr), "[torch.randn(2, 3, 10, 12).half()]", FAMILY)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads", quads)
+    spec = snippet_spec(forward(expr), "[torch.randn(2, 3, 12, 12).half()]", FAMILY)
     source = generate_kernel(spec)
-    assert "storage_offset() % 2" in source.code
-    buf = torch.randn(1 + 2 * 3 * 10 * 12, generator=torch.Generator().manual_seed(2)).half()
-    x = buf[1:].view(2, 3, 10, 12)
+    assert f"storage_offset() % {4 if quads else 2}" in source.code
+    buf = torch.randn(1 + 2 * 3 * 12 * 12, generator=torch.Generator().manual_seed(2)).half()
+    x = buf[1:].view(2, 3, 12, 12)
     assert x.is_contiguous() and x.storage_offset() == 1
     with emulation():
         out = load_emulated(source)[source.launch_name](x)

@@ -114,8 +114,8 @@ QUADS = [("F.max_pool2d(x, 2)", (64, 128, 112, 112)), ("F.max_pool2d(x, 2)", (3,
 @pytest.mark.parametrize("expr,shape", QUADS, ids=[f"{e[2:-1]}-{'x'.join(map(str, s))}" for e, s in QUADS])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_pool_16bit_quads(expr, shape, dtype, monkeypatch):
-    """16-bit pools through 64-bit words, 2-wide aligned and 3/2/1 windows (MEMORY_TUNING["pool_quads"], forced
-    on: not the default yet)."""
+    """16-bit pools through 64-bit words, 2-wide aligned and 3/2/1 windows (MEMORY_TUNING["pool_quads"], the
+    default, forced on so the test keeps this path)."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_quads", True)
