@@ -4,7 +4,10 @@ with nvdisasm and count the global loads/stores per thread by width (LDG.E.U16 =
 TMA copies (UTMALDG/UTMASTG) and local-memory spills (STL). Narrow accesses are the first suspect when a
 memory-bound kernel stays under its copy bandwidth (session 6: the 16-bit pools and the embedding).
 
-    NVDISASM=/path/to/nvdisasm python bench/sass_widths.py [--only SUBSTRING] [--family pool]
+    NVDISASM=/path/to/nvdisasm python bench/sass_widths.py [--only SUBSTRING] [--family pool] [--set KEY=VALUE]...
+
+--set overrides one generator knob (a key of rowwise.TUNING, indexing.MEMORY_TUNING or gemm_common.TILES; the
+value a Python literal), to see a variant's SASS before timing it.
 
 nvdisasm comes in PyPI's `nvidia-cuda-nvdisasm` wheel (`pip download --no-deps nvidia-cuda-nvdisasm`, unzip;
 not a dependency); without NVDISASM the script looks for it on PATH.
@@ -37,11 +40,27 @@ def widths(nvdisasm: str, cubin: bytes) -> str:
     return " ".join(f"{op}:{n}" for op, n in sorted(counts.items()))
 
 
+def set_knob(key: str, value: str) -> None:
+    import ast
+
+    from tilestudio.core.kernels.gemm_common import TILES
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    tables = [t for t in (TUNING, MEMORY_TUNING, TILES) if key in t]
+    if not tables:
+        raise SystemExit(f"--set {key}: not a key of TUNING, MEMORY_TUNING or TILES")
+    tables[0][key] = ast.literal_eval(value)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default=None, help="substring of the case labels")
     parser.add_argument("--family", default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
+    for item in args.set:
+        set_knob(*item.split("=", 1))
     nvdisasm = os.environ.get("NVDISASM") or shutil.which("nvdisasm")
     if not nvdisasm:
         print("bench/sass_widths.py needs nvdisasm (set NVDISASM; see the module docstring)", file=sys.stderr)

@@ -89,6 +89,12 @@ VARIANTS = {
     "bnhints": {"bn_hints": True},  # eval batch norm with the load latency / store hints (the previous default)
     "gn8k": {"group_max_single": 8192},
     "gnchunk8k": {"group_max_single": 8192, "group_chunk": 8192},
+    # session 7: the one-tile group (8 x 4096 floats) spills 177 registers per thread in the sm_90 SASS; the
+    # chunked two-pass path does not (bench/sass_widths.py --set group_max_single=16384)
+    "gnchunk2k": {"group_max_single": 16384, "group_chunk": 2048},
+    "gnchunk4k": {"group_max_single": 16384, "group_chunk": 4096},
+    "gnlane2k": {"group_max_single": 16384, "group_chunk": 2048, "lane_group": True},
+    "gnlane4k": {"group_max_single": 16384, "group_chunk": 4096, "lane_group": True},
     # long rows: per-chunk tile sums of exp (the previous online softmax) instead of lane-wise sums; a load
     # latency hint on the chunk loops (AOT: layer_norm 1.1 s, softmax 12.8 s)
     "lanesum": {"lane_softmax": False},
@@ -104,7 +110,7 @@ COMMON = ["default", "unchecked", "old", "nopersist", "occ1", "occ4", "nohints",
 
 def variants_for(label: str, family: str) -> list[str]:
     if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
-        return ["default", "old", "gnflat", "gn8k", "gnchunk8k", "occ1", "nopersist"]
+        return ["default", "gnchunk2k", "gnchunk4k", "gnchunk8k", "gnlane2k", "gnlane4k", "occ1", "nopersist"]
     names = list(COMMON)
     if family in ("softmax", "norm"):
         names += ["tile4k", "tile16k", "expfull"]

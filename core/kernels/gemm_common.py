@@ -40,6 +40,9 @@ TILES: dict[str, Any] = {
     # resident CTAs let one block's output stores overlap the next block's loads
     "mm_occupancy": 2,  # H200: mm 4096^3 fp16 0.232 -> 0.213 ms, linear+gelu 8192^3 bf16 1.781 -> 1.749 ms
     "mm_occupancy_one_step": 2,
+    # N tiles per block of a one-K-step GEMM (matmul.n_tiles_per_block): A's tile loaded once, then per N tile
+    # B's tile, the mma, the epilogue and the store
+    "mm_one_step_n_tiles": 1,
     "mm_num_ctas": None,  # CGA size hint (None = compiler's choice)
     # allow_tma on the output store (None = compiler's choice: staged through shared memory, TMA store)
     "mm_store_tma": None,

@@ -294,6 +294,19 @@ def choose_tiles(M: int, N: int, K: int, batch: int, low: bool) -> tuple[int, in
     return bm, bn, bk
 
 
+def n_tiles_per_block(g: Gemm, bm: int, bn: int, bk: int, batch: int, low: bool) -> int:
+    """N tiles each block walks (TILES["mm_one_step_n_tiles"], halved until it divides the N tiles and the grid
+    keeps two blocks per SM): only for fp16/bf16 GEMMs of one K step, which are bound by writing their output."""
+    nl = int(TILES["mm_one_step_n_tiles"] or 1)
+    if not low or cdiv(g.K, bk) != 1 or g.reduce_batch:
+        return 1
+    tiles_n = cdiv(g.N, bn)
+    blocks = cdiv(g.M, bm) * tiles_n * batch
+    while nl > 1 and (tiles_n % nl or blocks // nl < 2 * NUM_SMS):
+        nl //= 2
+    return nl
+
+
 def occupancy_for(K: int, bk: int, low: bool) -> int | None:
     """The occupancy hint of the table: its one-K-step entry when the whole K fits one step (fp16/bf16)."""
     if low and cdiv(K, bk) == 1:
@@ -364,6 +377,8 @@ class _Builder(SideOperands):
         self.out_view = g.view_shape
         self._check_out_view()
         self.tile_m, self.tile_n, self.tile_k = choose_tiles(g.M, g.N, g.K, self.batch, self.low)
+        self.n_loop = n_tiles_per_block(g, self.tile_m, self.tile_n, self.tile_k, self.batch, self.low)
+        self.ind = "    "  # the epilogue's indent (one level deeper inside the loop over N tiles)
 
     def _side_values(self) -> list[str]:
         env = {self.anchor.node} | ({self.bn.node} if self.bn else set())
@@ -417,7 +432,7 @@ class _Builder(SideOperands):
         var = f"side{len(self.sides) - 1}"
         nb = len(view) - 2
         dims = [(f"z{j}", None) for j in range(nb)] + [("bm", "BM"), ("bn", "BN")]
-        load_side_lines(var, param, view, dims, ["BM", "BN"], self.body, "    ")
+        load_side_lines(var, param, view, dims, ["BM", "BN"], self.body, self.ind)
         self.side_vars[key] = var
         return var
 
@@ -433,12 +448,13 @@ class _Builder(SideOperands):
         ra = 1 if g.reduce_batch else nb  # index of A's row dim
         L(f"    K = A.shape[{ra}] if TRANS_A else A.shape[{ra + 1}]")
         L("    tiles_m = ct.cdiv(M, BM)")
-        L("    tiles_n = ct.cdiv(N, BN)")
+        nl = self.n_loop
+        L("    tiles_n = ct.cdiv(N, BN)" + (f" // {nl}" if nl > 1 else ""))
         L("    width = GROUP_M * tiles_n")
         L("    first_m = (pid // width) * GROUP_M")
         L("    rows = ct.minimum(tiles_m - first_m, GROUP_M)")
         L("    bm = first_m + (pid % width) % rows")
-        L("    bn = (pid % width) // rows")
+        L(f"    {'bq' if nl > 1 else 'bn'} = (pid % width) // rows")
         # batch coordinates (row-major over the output's batch dims)
         if nb:
             L("    rest = ct.bid(1)")
@@ -458,24 +474,36 @@ class _Builder(SideOperands):
         # With TILES["mm_bias_in_acc"], a bias broadcast along M or N (linear's bias, a folded batch norm's) starts
         # the accumulator instead of being added after the K loop: the same sum, 8 KB less shared memory
         # (linear+gelu 8192^3 bf16: 116072 -> 107656 bytes), but measured slower on the H200 (see the table entry).
-        bias = self._bias_term() if g.alpha == 1.0 and TILES["mm_bias_in_acc"] else None
-        L(f"    acc = {bias}" if bias else "    acc = ct.zeros((BM, BN), dtype=ct.float32)")
-        ind = "    "
-        if g.reduce_batch:
-            L("    for bb in range(A.shape[0]):")
-            ind = "        "
-        L(f"{ind}for kt in range(ct.cdiv(K, BK)):")
-        ind2 = ind + "    "
-        self._operand_load(ind2, "a", "A", "TRANS_A", za, "bm", "kt", "BM", "BK")
-        self._operand_load(ind2, "b", "B", "TRANS_B", zb, "kt", "bn", "BK", "BN")
         cast = f".astype({self.mma_dtype})" if self.mma_dtype else ""
-        L(f"{ind2}acc = ct.mma(a{cast}, b{cast}, acc)")
+        if nl > 1:
+            # one K step and nl N tiles per block: A's tile is loaded once, each N tile loads B's, multiplies and
+            # runs the epilogue, so one tile's output store overlaps the next tile's loads within the block
+            self._operand_load("    ", "a", "A", "TRANS_A", za, "bm", "0", "BM", "BK")
+            L(f"    for jn in range({nl}):")
+            L(f"        bn = bq * {nl} + jn")
+            self.ind = "        "
+        I = self.ind
+        bias = self._bias_term() if g.alpha == 1.0 and TILES["mm_bias_in_acc"] else None
+        L(f"{I}acc = {bias}" if bias else f"{I}acc = ct.zeros((BM, BN), dtype=ct.float32)")
+        if nl > 1:
+            self._operand_load(I, "b", "B", "TRANS_B", zb, "0", "bn", "BK", "BN")
+            L(f"{I}acc = ct.mma(a{cast}, b{cast}, acc)")
+        else:
+            ind = "    "
+            if g.reduce_batch:
+                L("    for bb in range(A.shape[0]):")
+                ind = "        "
+            L(f"{ind}for kt in range(ct.cdiv(K, BK)):")
+            ind2 = ind + "    "
+            self._operand_load(ind2, "a", "A", "TRANS_A", za, "bm", "kt", "BM", "BK")
+            self._operand_load(ind2, "b", "B", "TRANS_B", zb, "kt", "bn", "BK", "BN")
+            L(f"{ind2}acc = ct.mma(a{cast}, b{cast}, acc)")
         # epilogue
         val = "acc"
         if g.alpha != 1.0:
-            L(f"    acc = acc * {g.alpha!r}")
+            L(f"{I}acc = acc * {g.alpha!r}")
         if (g.addend is not None or self.bn is not None) and not bias:
-            L(f"    acc = acc + {self._addend_term()}")
+            L(f"{I}acc = acc + {self._addend_term()}")
         env = {self.anchor.node: val}
         if self.bn is not None:
             env[self.bn.node] = val
@@ -484,7 +512,7 @@ class _Builder(SideOperands):
         if self.epilogue:
             from .expr import emit_elementwise
 
-            emit_elementwise(self.epilogue, env, self.load_side, self.body, "    ", shapes=self.shapes)
+            emit_elementwise(self.epilogue, env, self.load_side, self.body, I, shapes=self.shapes)
         for i, o in enumerate(self.spec.outputs):
             var = env.get(o.graph_value)
             if var is None:
@@ -495,7 +523,7 @@ class _Builder(SideOperands):
             index = tup([f"z{j}" for j in range(nb)] + ["bm", "bn"])
             tma = TILES["mm_store_tma"]
             hint = "" if tma is None else f", allow_tma={bool(tma)}"
-            L(f"    ct.store(O{i}, index={index}, tile={tile}{hint})")
+            L(f"{I}ct.store(O{i}, index={index}, tile={tile}{hint})")
         return self.body
 
     def _addend_term(self) -> str:
@@ -546,8 +574,9 @@ class _Builder(SideOperands):
         rows = "(bm * BM + ct.arange(BM, dtype=ct.int32))"
         if g.fold or len(g.om) > 1:
             rows = f"({rows} % {g.out_shape[-2]})"
-        L(f"    row_idx = ct.broadcast_to(ct.reshape({rows}, (BM, 1)), (BM, BN))")
-        L("    col_idx = ct.broadcast_to(ct.reshape(bn * BN + ct.arange(BN, dtype=ct.int32), (1, BN)), (BM, BN))")
+        I = self.ind
+        L(f"{I}row_idx = ct.broadcast_to(ct.reshape({rows}, (BM, 1)), (BM, BN))")
+        L(f"{I}col_idx = ct.broadcast_to(ct.reshape(bn * BN + ct.arange(BN, dtype=ct.int32), (1, BN)), (BM, BN))")
         env[ROW_INDEX], env[COL_INDEX] = "row_idx", "col_idx"
 
     # ---- assembly ---------------------------------------------------------------------------------------
@@ -556,10 +585,10 @@ class _Builder(SideOperands):
         self.sig = self.signature()
         body = self.kernel_body()
         g, kid, spec = self.g, self.kid, self.spec
-        tiles = cdiv(g.M, self.tile_m) * cdiv(g.N, self.tile_n)
+        tiles = cdiv(g.M, self.tile_m) * cdiv(g.N, self.tile_n) // self.n_loop
         per_sm = TILES["mm_persistent"]
         blocks = tiles
-        if per_sm and self.batch == 1 and tiles > NUM_SMS * per_sm:
+        if per_sm and self.batch == 1 and tiles > NUM_SMS * per_sm and self.n_loop == 1:
             # a grid of NUM_SMS * per_sm blocks walks the tiles: the body becomes the loop's
             assert body[0] == "    pid = ct.bid(0)"
             blocks = NUM_SMS * per_sm
@@ -632,6 +661,7 @@ class _Builder(SideOperands):
         notes = [f"tiles BM={self.tile_m} BN={self.tile_n} BK={self.tile_k}, GROUP_M={TILES['mm_group_m']}"
                  + (f", occupancy {occ}" if (occ := occupancy_for(g.K, self.tile_k, self.low)) else "")
                  + (", batch folded into M" if g.fold else "")
+                 + (f", {self.n_loop} N tiles per block" if self.n_loop > 1 else "")
                  + ("; float32 operands use full-precision float32 mma (no TF32)" if not self.low else "")]
         if self.bn is not None:
             notes.append("eval batch norm folded into the weight and bias in prepare_")

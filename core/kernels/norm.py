@@ -314,7 +314,9 @@ class _RowNorm:
 
     @property
     def lane_stats(self) -> bool:
-        return bool(TUNING["lane_norm"]) and not isinstance(self.L, _GroupLayout)
+        if isinstance(self.L, _GroupLayout):  # padded channel lanes would miscount in merge_lanes
+            return bool(TUNING["lane_group"]) and self.L.C == self.L.BC
+        return bool(TUNING["lane_norm"])
 
     def init_lane_stats(self, k: Code) -> None:
         L = self.L

@@ -91,6 +91,8 @@ TUNING = {
     # 8192x4096 fp16 0.074 -> 0.068, softmax 16384x1000 bf16 0.056 -> 0.060 (noise level)
     "softmax_exp2": True,
     "lane_norm": False,
+    # the same lane-wise Welford statistics for group norm's chunked channel rows (groups of unpadded C/G)
+    "lane_group": False,
     # eval batch norm: channel rows of non-power-of-two length cut into rows of its largest power-of-two divisor
     # (norm._channel_split). Off: no faster on the H200 (batch_norm eval 64x256x56x56 fp16, same run: split
     # 0.104 ms, unsplit 0.103)

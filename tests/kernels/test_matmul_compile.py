@@ -253,3 +253,39 @@ def test_persistent_gemm_walks_every_tile(monkeypatch):
     assert "(132, 1, 1)" in source.code
     result = check_emulated(spec, source)
     assert result.ok, result.message
+
+
+NLOOP_CASES = {  # one K step (K <= 128), several N tiles per block; epilogues that read the tile coordinates
+    "bmm": (_m("torch.bmm(a, b)", "a, b"), "[torch.randn(3, 200, 128).half(), torch.randn(3, 128, 512).half()]"),
+    "bmm_bias_relu": (_m("torch.relu(torch.bmm(a, b) + c)", "a, b, c"),
+                      "[torch.randn(2, 130, 64).bfloat16(), torch.randn(2, 64, 256).bfloat16(), "
+                      "torch.randn(256).bfloat16()]"),
+    "linear_gelu": (_m("F.gelu(self.fc(x))", "x", "self.fc = nn.Linear(96, 512).half()"),
+                    "[torch.randn(100, 96).half()]"),
+    "triu": (_m("torch.triu(a @ b)", "a, b"), "[torch.randn(4, 256, 32).half(), torch.randn(4, 32, 512).half()]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NLOOP_CASES))
+def test_one_step_gemm_walks_n_tiles(name, monkeypatch):
+    """TILES["mm_one_step_n_tiles"]: a block of a one-K-step GEMM loads its A tile once and walks several N tiles
+    (bias, activation, triangular masks per tile); compiles, and matches the reference on the emulator. The grid
+    guard (two blocks per SM) is lifted so these small problems take the loop."""
+    from tilestudio.core.kernels import gemm_common, matmul
+
+    monkeypatch.setitem(gemm_common.TILES, "mm_one_step_n_tiles", 4)
+    monkeypatch.setattr(matmul, "NUM_SMS", 1)
+    spec = snippet_spec(*NLOOP_CASES[name], FAMILY)
+    source = compile_spec_dedup(spec, ("sm_90",))
+    assert "    for jn in range(" in source.code and "N tiles per block" in source.notes[0]
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+
+
+def test_n_tile_loop_keeps_two_blocks_per_sm(monkeypatch):
+    """A grid that would drop under two blocks per SM keeps one N tile per block."""
+    from tilestudio.core.kernels import gemm_common, generate_kernel
+
+    monkeypatch.setitem(gemm_common.TILES, "mm_one_step_n_tiles", 4)
+    code = generate_kernel(snippet_spec(*NLOOP_CASES["bmm"], FAMILY)).code
+    assert "for jn in range(" not in code and "for kt in range(" in code

@@ -113,3 +113,20 @@ def test_matmul_kernel_matches_reference(name, shape, dtype):
     spec, make_input = build(name, shape, dtype)
     result = run_check(spec, make_input, CHECK)
     assert result.ok, result.message
+
+
+# one-K-step GEMMs walking several N tiles per block (TILES["mm_one_step_n_tiles"], forced): shapes large enough
+# that the grid keeps two blocks per SM, unaligned M, column-major B, a bias and a scaled sum
+NLOOP = [("bmm_colmajor_b", (64, 1000, 128, 1024)), ("baddbmm", (32, 512, 64, 1024)),
+         ("einsum_scores_masked", (8, 16, 256, 512, 64))]
+
+
+@pytest.mark.parametrize("name,shape", NLOOP, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in NLOOP])
+@pytest.mark.parametrize("tiles", [2, 4])
+def test_one_step_gemm_walking_n_tiles(name, shape, tiles, monkeypatch):
+    from tilestudio.core.kernels import gemm_common
+
+    monkeypatch.setitem(gemm_common.TILES, "mm_one_step_n_tiles", tiles)
+    spec, make_input = build(name, shape, "bfloat16")
+    result = run_check(spec, make_input, CHECK)
+    assert result.ok, result.message

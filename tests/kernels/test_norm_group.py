@@ -28,6 +28,8 @@ CASES = [
 FORMS = {
     "single": ({}, "one pass"),
     "chunked": ({"group_max_single": 16}, "statistics then normalize"),
+    # lane-wise Welford statistics (unpadded C/G only; gn_c3_hw117's padded channels keep the per-chunk merge)
+    "lanes": ({"group_max_single": 16, "lane_group": True}, "statistics then normalize"),
     "flat": ({"group_channel_rows": False}, None),
 }
 DTYPES = ("float32", "float16", "bfloat16")
@@ -50,7 +52,7 @@ def test_group_norm_forms(name, dtype, form):
     from tilestudio.core.kernels.rowwise import tuned
 
     overrides, note = FORMS[form]
-    if form == "chunked":
+    if form in ("chunked", "lanes"):
         overrides = dict(overrides, group_chunk=CHUNK[name])
     for spec in specs_for(name, dtype):
         with tuned(**overrides):
@@ -62,7 +64,36 @@ def test_group_norm_forms(name, dtype, form):
         else:
             assert "chans" in source.code and note in doc, doc
             assert "//" not in source.code.split("def launch_")[0], "per-element channel division in the kernel"
+        if form == "lanes":
+            assert ("m2l = " in source.code) == (name != "gn_c3_hw117"), doc
         for rec in trace_launches(source, spec):
             assert compile_launch(rec, "sm_90")[0] > 0
         result = check_emulated(spec, source)
         assert result.ok, f"{name} {dtype} {form}: {result.message}"
+
+
+GPU_FORMS = [("chunked", {"group_max_single": 16384, "group_chunk": 2048}),
+             ("lanes", {"group_max_single": 16384, "group_chunk": 4096, "lane_group": True})]
+GPU_SHAPES = [((32, 256, 56, 56), "float16"), ((8, 96, 70, 70), "float32"), ((16, 128, 65, 67), "bfloat16")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,dtype", GPU_SHAPES, ids=[f"{'x'.join(map(str, s))}-{d}" for s, d in GPU_SHAPES])
+@pytest.mark.parametrize("form,overrides", GPU_FORMS, ids=[f for f, _ in GPU_FORMS])
+def test_group_norm_silu_forms_on_gpu(form, overrides, shape, dtype):
+    """The chunked channel-row forms (per-chunk merge, lane-wise Welford) of group_norm(32) + silu at ResNet-like
+    sizes, fresh random inputs, against the float64 reference."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.checking import check_kernel
+    from tilestudio.core.kernels.rowwise import tuned
+
+    from .helpers_gemm import module_model, snippet_spec
+
+    s = ", ".join(map(str, shape))
+    spec = snippet_spec(module_model(f"self.n = nn.GroupNorm(32, {shape[1]}).to(torch.{dtype})", "F.silu(self.n(x))"),
+                        f"[torch.randn({s}).to(torch.{dtype})]", "norm")
+    with tuned(**overrides):
+        source = generate_kernel(spec)
+    assert "statistics then normalize" in source.notes[0], source.notes[0]
+    result = check_kernel(spec, source)
+    assert result.ok, result.message
