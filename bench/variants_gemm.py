@@ -103,10 +103,15 @@ CASES = [
     ("sdpa 8x16x2048x2048x128 bf16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"),
      f"[torch.randn(8, 16, 2048, 128, dtype={BF}), torch.randn(8, 16, 2048, 128, dtype={BF}), "
      f"torch.randn(8, 16, 2048, 128, dtype={BF})]", 4 * 8 * 16 * 2048 * 2048 * 128,
+     # sm_90 SASS (bench/sass_widths.py --set attn_d128=... --set attn_occupancy=...): the default spills 9
+     # registers per thread; 128x64 at occupancy 1 and the 64-query tiles do not, 128x128 spills 150-300
      [("default", {}),
-      ("128x128 occ=2", {"attn_d128": (128, 128)}),
-      ("128x128 occ=1", {"attn_d128": (128, 128), "attn_occupancy": 1}, X),
-      ("64x64 occ=2", {"attn_d128": (64, 64)}, X)]),
+      ("128x64 occ=1", {"attn_occupancy": 1}),
+      ("64x64 occ=2", {"attn_d128": (64, 64)}),
+      ("64x128 occ=2", {"attn_d128": (64, 128)}),
+      ("64x64 occ=3", {"attn_d128": (64, 64), "attn_occupancy": 3}),
+      ("128x128 occ=2", {"attn_d128": (128, 128)}, X),
+      ("128x128 occ=1", {"attn_d128": (128, 128), "attn_occupancy": 1}, X)]),
     ("sdpa causal 8x16x2048x2048x64 fp16", _mod("", f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
      f"[torch.randn(8, 16, 2048, 64, dtype={HF}), torch.randn(8, 16, 2048, 64, dtype={HF}), "
      f"torch.randn(8, 16, 2048, 64, dtype={HF})]", 2 * 8 * 16 * 2048 * 2048 * 64,
