@@ -116,9 +116,10 @@ CASES = [
      f"[torch.randn(8, 16, 2048, 64, dtype={HF}), torch.randn(8, 16, 2048, 64, dtype={HF}), "
      f"torch.randn(8, 16, 2048, 64, dtype={HF})]", 2 * 8 * 16 * 2048 * 2048 * 64,
      [("default", {}),
-      ("128x64", {"attn_d64": (128, 64)}),
-      ("64x64", {"attn_d64": (64, 64)}, X),
-      ("128x128 occ=1", {"attn_occupancy": 1}, X)]),
+      ("64x128", {"attn_d64": (64, 128)}),
+      ("128x128", {"attn_d64": (128, 128)}),
+      ("64x64", {"attn_d64": (64, 64)}),
+      ("128x64 occ=1", {"attn_d64": (128, 64), "attn_occupancy": 1}, X)]),
 ]
 
 

@@ -113,19 +113,19 @@ VARIANTS = {
     # scans: scan_max_single / scan_tile_elems / scan_chunk_elems / scan_col_bi / scan_min_blocks (segments)
     "cumsum dim=1 64x4096x64 bf16 (inner dim)": [
         # one pass, no segments: each block walks all 4096 rows of a narrow column strip with its carry
-        ("bi 8, one pass, 512 blocks", {"scan_col_bi": 8, "scan_min_blocks": 256}),
-        ("bi 16, one pass, 256 blocks", {"scan_col_bi": 16, "scan_min_blocks": 128}),
-        ("bi 16, chunk 8192, one pass", {"scan_col_bi": 16, "scan_min_blocks": 128, "scan_chunk_elems": 8192}),
-        ("bi 32, one pass, 128 blocks", {"scan_col_bi": 32, "scan_min_blocks": 64}),
+        ("bi 8, one pass, 512 blocks", {"scan_col_bi": 8, "scan_col_min_blocks": 256}),
+        ("bi 16, one pass, 256 blocks", {"scan_col_bi": 16, "scan_col_min_blocks": 128}),
+        ("bi 16, chunk 8192, one pass", {"scan_col_bi": 16, "scan_col_min_blocks": 128, "scan_chunk_elems": 8192}),
+        ("bi 32, one pass, 128 blocks", {"scan_col_bi": 32, "scan_col_min_blocks": 64}),
         ("bi 32, chunk 2048, >=264 blocks (~old)", {"scan_col_bi": 32, "scan_chunk_elems": 2048,
-                                                    "scan_min_blocks": 264}),
-        ("bi 64, chunk 4096, >=512 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096, "scan_min_blocks": 512}),
+                                                    "scan_col_min_blocks": 264}),
+        ("bi 64, chunk 4096, >=512 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096, "scan_col_min_blocks": 512}),
         ("bi 64, chunk 4096, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
-                                              "scan_min_blocks": 1024}),
+                                              "scan_col_min_blocks": 1024}),
         ("bi 64, chunk 4096, >=2048 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
-                                              "scan_min_blocks": 2048}),
+                                              "scan_col_min_blocks": 2048}),
         ("bi 64, chunk 8192, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 8192,
-                                              "scan_min_blocks": 1024}),
+                                              "scan_col_min_blocks": 1024}),
     ],
     "cumsum 64x1048576 fp32 (chunked carry)": [
         ("chunk 2048, >=264 blocks (~old)", {"scan_chunk_elems": 2048, "scan_min_blocks": 264}),

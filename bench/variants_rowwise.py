@@ -81,23 +81,20 @@ VARIANTS = {
     # inner-dim (col layout) windows
     "col32": {"col_min_bi": 32, "col_max_single": 8192},
     "col128": {"col_min_bi": 128, "col_max_single": 32768},
-    # group norm: flat (N*G, C/G*HW) rows with per-element weight gathers (the previous default); channel rows
-    # (N*G, C/G, HW) chunked over HW in two passes (8x512 or 8x1024 chunks) instead of the whole group in one
-    # (8, 4096) tile (default; AOT sm_90: one tile 12 s / 1.9 MB cubin, 8x512 1.6 s, 8x1024 3.2 s, flat 2.5 s)
+    # group norm: flat (N*G, C/G*HW) rows with per-element weight gathers; the whole group in one (8, 4096) tile
+    # (the default until session 7: it spills 177 registers per thread in the sm_90 SASS); channel rows
+    # (N*G, C/G, HW) in two passes over HW chunks with per-chunk merged statistics; with lane-wise Welford
+    # statistics (the default: (8, 512) chunks)
     "gnflat": {"group_channel_rows": False},
-    "bnsplit": {"bn_split_rows": True},  # eval batch norm: channel rows cut at their largest power-of-two divisor
+    "gnsingle": {"group_max_single": 32768},
+    "gnchunk4k": {"group_max_single": 16384, "group_chunk": 4096, "lane_group": False},
+    "gnchunk8k": {"group_max_single": 8192, "group_chunk": 8192, "lane_group": False},
+    "gnlane2k": {"group_max_single": 16384, "group_chunk": 2048},
+    # eval batch norm: channel rows cut at their largest power-of-two divisor, exact tiles loaded unchecked (the
+    # default since session 7); not cut; cut with checked loads; with the load latency / store hints
+    "bnunsplit": {"bn_split_rows": False},
+    "bnsplit_checked": {"bn_unchecked": False},
     "bnhints": {"bn_hints": True},
-    # split channel rows (3136 = 49 x 64) have no ragged tiles, so their loads can go unchecked (as the elementwise
-    # family's, whose unchecked loads were 0.142 -> 0.096 ms on x+y)
-    "bnsplit_unchecked": {"bn_split_rows": True, "unchecked_exact": True},  # eval batch norm with the load latency / store hints (the previous default)
-    "gn8k": {"group_max_single": 8192},
-    "gnchunk8k": {"group_max_single": 8192, "group_chunk": 8192},
-    # session 7: the one-tile group (8 x 4096 floats) spills 177 registers per thread in the sm_90 SASS; the
-    # chunked two-pass path does not (bench/sass_widths.py --set group_max_single=16384)
-    "gnchunk2k": {"group_max_single": 16384, "group_chunk": 2048},
-    "gnchunk4k": {"group_max_single": 16384, "group_chunk": 4096},
-    "gnlane2k": {"group_max_single": 16384, "group_chunk": 2048, "lane_group": True},
-    "gnlane4k": {"group_max_single": 16384, "group_chunk": 4096, "lane_group": True},
     # long rows: per-chunk tile sums of exp (the previous online softmax) instead of lane-wise sums; a load
     # latency hint on the chunk loops (AOT: layer_norm 1.1 s, softmax 12.8 s)
     "lanesum": {"lane_softmax": False},
@@ -113,7 +110,7 @@ COMMON = ["default", "unchecked", "old", "nopersist", "occ1", "occ4", "nohints",
 
 def variants_for(label: str, family: str) -> list[str]:
     if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
-        return ["default", "gnchunk2k", "gnchunk4k", "gnchunk8k", "gnlane2k", "gnlane4k", "occ1", "nopersist"]
+        return ["default", "gnsingle", "gnchunk4k", "gnchunk8k", "gnlane2k", "occ1"]
     names = list(COMMON)
     if family in ("softmax", "norm"):
         names += ["tile4k", "tile16k", "expfull"]
@@ -122,7 +119,7 @@ def variants_for(label: str, family: str) -> list[str]:
             ["normchunk4k", "normchunk1k"] if "norm" in label else []) + (
             ["lanesum", "single32k"] if "32768" in label else [])
     if "batch_norm" in label:
-        names += ["bnsplit", "bnhints", "bnsplit_unchecked"]
+        names += ["bnunsplit", "bnsplit_checked", "bnhints"]
     if "inner dim" in label:
         names += ["col32", "col128"]
     if family == "reduction":

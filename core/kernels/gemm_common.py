@@ -41,8 +41,10 @@ TILES: dict[str, Any] = {
     "mm_occupancy": 2,  # H200: mm 4096^3 fp16 0.232 -> 0.213 ms, linear+gelu 8192^3 bf16 1.781 -> 1.749 ms
     "mm_occupancy_one_step": 2,
     # N tiles per block of a one-K-step GEMM (matmul.n_tiles_per_block): A's tile loaded once, then per N tile
-    # B's tile, the mma, the epilogue and the store
-    "mm_one_step_n_tiles": 1,
+    # B's tile, the mma, the epilogue and the store. H200, bmm 64x1024x128x1024 bf16, same run, device time
+    # (session 7; cuBLAS 0.052 ms): 1 tile 0.079 ms (0.66x), 2 0.059, 4 0.055 (0.94x), 8 0.057; 4 at occupancy
+    # 1 / 3 0.077 / 0.078
+    "mm_one_step_n_tiles": 4,
     "mm_num_ctas": None,  # CGA size hint (None = compiler's choice)
     # allow_tma on the output store (None = compiler's choice: staged through shared memory, TMA store)
     "mm_store_tma": None,
@@ -72,7 +74,10 @@ TILES: dict[str, Any] = {
     "conv_occupancy": None,  # H200: occupancy 2 was -6% on 3x3 and +3% on 1x1; the compiler's choice stays
     # flash attention (fp16/bf16): (BM queries, BN keys) per padded head dim bound, and the occupancy hint
     "attn_d64": (128, 64),  # H200: causal sdpa 8x16x2048x2048x64 fp16 0.311 -> 0.227 ms (128 keys per step)
-    "attn_d128": (128, 64),
+    # H200, sdpa 8x16x2048x2048x128 bf16, same run, device time (session 7; flash 0.422 ms): 128x64 0.537 ms
+    # (spills 9 registers per thread), 128x64 at occupancy 1 0.688, 64x64 0.511, 64x128 0.463 (0.91x), 64x64
+    # at occupancy 3 0.512
+    "attn_d128": (64, 128),
     "attn_d256": (64, 32),
     "attn_occupancy": 2,  # head dims <= 128; larger head dims use 1
 }

@@ -574,6 +574,7 @@ class _ChannelAffine:
         # no load latency / store hints (TUNING["bn_hints"]): H200, batch_norm eval 64x256x56x56 fp16, same run:
         # with hints 0.104 ms, without 0.085 (copy of the same bytes 0.060)
         L.hints = bool(TUNING["bn_hints"])
+        L.unchecked = bool(TUNING["bn_unchecked"])
         self.L = L
         self.gen = SameShapeGen(spec, parts, L, out_shape=shape, side_view=side_view)
         self.k = self.gen.kernel.body

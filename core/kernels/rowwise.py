@@ -77,7 +77,11 @@ TUNING = {
     # (a (C/G, 1) gather, not a per-element gather with a division by HW); a whole group up to this many
     # (padded) elements stays in one tile and is normalised from registers, else chunks of HW are walked twice
     "group_channel_rows": True,
-    "group_max_single": 32768,
+    # H200, group_norm(32)+silu 32x256x56x56 fp16, same run, device time (session 7; copy 0.030 ms, eager 0.156):
+    # one (8, 4096) tile per group 0.072 ms (177 registers per thread spilled); two passes over (8, 512) chunks
+    # with per-chunk merged statistics 0.148, (8, 256) 0.322, (8, 1024) 0.076; with lane-wise Welford statistics
+    # (lane_group) (8, 512) 0.066, (8, 256) 0.072
+    "group_max_single": 16384,
     "group_chunk": 4096,  # elements (C/G padded x HW chunk) per chunk of the two-pass group path
     "group_min_hw": 32,  # shorter channel rows (and HW == 1) keep the flat (N*G, C/G*HW) rows
     # long rows (chunked statistics / online softmax): accumulate per lane across chunks and reduce once after
@@ -91,12 +95,16 @@ TUNING = {
     # 8192x4096 fp16 0.074 -> 0.068, softmax 16384x1000 bf16 0.056 -> 0.060 (noise level)
     "softmax_exp2": True,
     "lane_norm": False,
-    # the same lane-wise Welford statistics for group norm's chunked channel rows (groups of unpadded C/G)
-    "lane_group": False,
+    # the same lane-wise Welford statistics for group norm's chunked channel rows (groups of unpadded C/G; the
+    # H200 rows at group_max_single above); tileiras compiles the (8, 512) form in 0.7 s, 151 KB
+    "lane_group": True,
     # eval batch norm: channel rows of non-power-of-two length cut into rows of its largest power-of-two divisor
-    # (norm._channel_split). Off: no faster on the H200 (batch_norm eval 64x256x56x56 fp16, same run: split
-    # 0.104 ms, unsplit 0.103)
-    "bn_split_rows": False,
+    # (norm._channel_split), whose exact tiles load unchecked (bn_unchecked). H200, batch_norm eval
+    # 64x256x56x56 fp16, same run, device time (session 7; copy 0.054 ms, eager 0.136): unsplit 0.079 ms (0.69
+    # of copy), split 0.065, split + unchecked 0.055 (0.98). Session 5 (wall time, checked loads): split 0.104,
+    # unsplit 0.103
+    "bn_split_rows": True,
+    "bn_unchecked": True,
     # eval batch norm: the load latency / store hints of the other row kernels (off: see norm._ChannelAffine)
     "bn_hints": False,
     # latency hint on main-input loads of kernels with long chunk loops (None: none; the hint on persistent
@@ -153,6 +161,7 @@ class Layout:
     cap: int = 0
     occupancy: int = 1  # persistent: the @ct.kernel occupancy hint (cap = NUM_SM * occupancy)
     hints: bool = False  # emit the TUNING load/store hints on main-input loads and row-tile stores
+    unchecked: bool = False  # unchecked main-input loads where the tiles cover the view exactly, whatever TUNING
     long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
 
     def persist(self, kernel: "Kernel | None" = None, passes: int = 1) -> "Layout":

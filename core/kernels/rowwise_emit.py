@@ -102,7 +102,7 @@ def input_ctx(kernel: Kernel, layout: Layout, parts: Parts) -> TileCtx:
     return TileCtx(kernel, layout.tile, 2 if layout.kind == "row" else 3, layout.input_groups(), layout.shape,
                    list(layout.shape), {d: d for d in range(rank)}, layout.view_expr, layout.tile_index("c"),
                    parts.inputs, load_hint=layout.load_hint,
-                   unchecked=TUNING["unchecked_exact"] and layout.exact)
+                   unchecked=(TUNING["unchecked_exact"] or layout.unchecked) and layout.exact)
 
 
 def out_dim_map(shape: list[int], reduced: list[int], keepdim: bool) -> dict[int, int]:

@@ -62,7 +62,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         # too few (row tile, inner window) blocks to fill the GPU with serial chunk loops: cut each row into
         # segments (a first kernel reduces every segment to its total, the scan starts each segment from the
         # combined totals of the earlier ones; 1.5x the traffic of one pass, but every SM streams)
-        target = int(MEMORY_TUNING["scan_min_blocks"])
+        target = int(MEMORY_TUNING["scan_col_min_blocks" if layout.kind == "col" else "scan_min_blocks"])
         cap = min(pow2_floor(layout.nch // 2), int(MEMORY_TUNING["scan_max_segments"]))
         while layout.blocks() * segments < target and segments * 2 <= cap:
             segments *= 2
