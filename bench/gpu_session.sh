@@ -23,6 +23,7 @@ for part in "$@"; do
     tests-x) # every GPU test through pytest-xdist (the bundle carries it); module fixtures stay on one worker
              timeout ${TESTS_TIMEOUT:-420} python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 300 -rfE \
                -n ${GPU_PAR:-12} --dist loadgroup ${GPU_TESTS:-tests} > "$out/gpu_tests.log" 2>&1
+             pkill -f "pytest" 2>/dev/null; sleep 2  # xdist workers outlive a timed-out controller and share the GPU
              tail -1 "$out/gpu_tests.log"; grep -E "^(FAILED|ERROR)" "$out/gpu_tests.log" | cut -c1-240 ;;
     mains) # every corpus model: compose, then run the composed file's own __main__ (PASS/FAIL count)
              timeout ${MAINS_TIMEOUT:-420} python3 -m tilestudio bench ${BENCH_MODELS:-tests/models/*.py} --no-dry-run --no-validate \

@@ -73,7 +73,10 @@ TILES: dict[str, Any] = {
     "conv_fold_positions": 256,
     "conv_occupancy": None,  # H200: occupancy 2 was -6% on 3x3 and +3% on 1x1; the compiler's choice stays
     # flash attention (fp16/bf16): (BM queries, BN keys) per padded head dim bound, and the occupancy hint
-    "attn_d64": (128, 64),  # H200: causal sdpa 8x16x2048x2048x64 fp16 0.311 -> 0.227 ms (128 keys per step)
+    # H200, causal sdpa 8x16x2048x2048x64 fp16: 0.311 -> 0.227 ms for 128 queries x 64 keys (session 3); same
+    # run, device time (session 7; flash 0.190 ms): 128x64 0.213 ms, 64x128 0.199 (0.95x), 128x128 0.278, 64x64
+    # 0.219
+    "attn_d64": (64, 128),
     # H200, sdpa 8x16x2048x2048x128 bf16, same run, device time (session 7; flash 0.422 ms): 128x64 0.537 ms
     # (spills 9 registers per thread), 128x64 at occupancy 1 0.688, 64x64 0.511, 64x128 0.463 (0.91x), 64x64
     # at occupancy 3 0.512
