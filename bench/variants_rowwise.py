@@ -59,6 +59,7 @@ VARIANTS = {
             "col_min_bi": 32, "col_max_single": 8192, "group_channel_rows": False, "lane_softmax": False},
     "unchecked": {"unchecked_exact": True},
     "nopersist": {"persistent": False},
+    "persistcol": {"persistent_col": True},  # column layouts (reduced middle dim) persistent too
     "occ1": {"occupancy": 1},
     "occ4": {"occupancy": 4},
     "nohints": {"load_latency": None, "store_tma": None},
@@ -105,7 +106,7 @@ VARIANTS = {
     "red8k": {"red_tile_elems": 8192},
     "red16k": {"red_tile_elems": 16384},
 }
-COMMON = ["default", "unchecked", "old", "nopersist", "occ1", "occ4", "nohints", "tmastore", "lat3"]
+COMMON = ["default", "unchecked", "old", "nopersist", "persistcol", "occ1", "occ4", "nohints", "tmastore", "lat3"]
 
 
 def variants_for(label: str, family: str) -> list[str]:

@@ -41,6 +41,9 @@ TUNING = {
     # row tiles with a stride of the grid size: no tail of tiny blocks, and the compiler can prefetch the next
     # tile's load while the current one is reduced
     "persistent": True,
+    # the persistent loop for column layouts too (reduced middle dim: softmax over an inner dim, middle-dim
+    # reductions): the loop walks (row tile, inner window) pairs. Off: not yet timed on a GPU
+    "persistent_col": False,
     "occupancy": 2,  # @ct.kernel(occupancy=...) of persistent kernels; their grid is NUM_SM * occupancy
     # persistent kernels whose tile stacks at least 8 short rows (row length <= 1024): occupancy 4. H200, two runs
     # each (bench/variants_rowwise.py --variants default,occ4): softmax 16384x1000 bf16 0.048 -> 0.045 and
@@ -174,7 +177,8 @@ class Layout:
             return self
         occ = max(1, int(TUNING["occupancy_stacked" if self.BO >= 8 and self.R <= 1024 else "occupancy"]))
         cap = NUM_SM * occ
-        if TUNING["persistent"] and self.kind in ("row", "group") and self.blocks() > cap:
+        kinds = ("row", "group", "col") if TUNING["persistent_col"] else ("row", "group")
+        if TUNING["persistent"] and self.kind in kinds and self.blocks() > cap:
             self.persistent, self.cap, self.occupancy = True, cap, occ
             if kernel is not None and occ > 1:
                 kernel.options["occupancy"] = occ
@@ -227,7 +231,7 @@ class Layout:
 
     def grid(self) -> tuple[int, ...]:
         if self.persistent:
-            return (min(self.cap, cdiv(self.O, self.BO)),)
+            return (min(self.cap, self.blocks()),)
         return self.tiles_grid()
 
     def blocks(self) -> int:
@@ -250,16 +254,22 @@ class Layout:
     def emit_block_coords(self, code: Code) -> None:
         """Coordinates of the block's tile; a persistent kernel opens its loop over row tiles here (the rest of
         the body goes inside it)."""
+        col = self.kind != "row"
         if self.persistent:
-            code(f"for pid in range(ct.bid(0), {cdiv(self.O, self.BO)}, ct.num_blocks(0)):")
+            code(f"for {'t' if col else 'pid'} in range(ct.bid(0), {self.blocks()}, ct.num_blocks(0)):")
             code.level += 1
+            if col:  # (row tile, inner window) pairs, inner windows fastest
+                ni = cdiv(self.I, self.BI)
+                code(f"pid = t // {ni}")
+                code(f"pid_i = t % {ni}")
         else:
             code("pid = ct.bid(0)")
         if self.kind == "row":
             scaled = f"pid * {self.BO}" if self.BO > 1 else "pid"
             code(f"rows = {scaled} + ct.arange({self.BO}, dtype=ct.int32)[:, None]")
         else:
-            code("pid_i = ct.bid(1)")
+            if not self.persistent:
+                code("pid_i = ct.bid(1)")
             code(f"rows = pid * {self.BO} + ct.arange({self.BO}, dtype=ct.int32)[:, None, None]")
             code(f"inner = pid_i * {self.BI} + ct.arange({self.BI}, dtype=ct.int32)[None, None, :]")
 

@@ -80,3 +80,25 @@ def test_unchecked_exact_loads(shape, exact, monkeypatch):
     assert ("padding_mode=ct.PaddingMode.ZERO" in source.code) != exact
     result = check_emulated(spec, source)
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("family", ["reduction", "softmax"])
+def test_persistent_column_layouts(family, monkeypatch):
+    """TUNING["persistent_col"]: kernels over a reduced middle dim loop over (row tile, inner window) pairs in a
+    grid of NUM_SM * occupancy blocks. With one SM at occupancy 1 the variant snippets of more than one tile take
+    the loop; each compiles and matches the reference in the emulator."""
+    from tilestudio.core.kernels import generate_kernel, rowwise
+    from tilestudio.core.kernels.rowwise import tuned
+
+    monkeypatch.setattr(rowwise, "NUM_SM", 1)
+    looped = 0
+    for case in ALL_CASES[family]:
+        for spec in variant_specs(family)[case.name]:
+            with tuned(persistent_col=True, occupancy=1, occupancy_stacked=1):
+                if "for t in range(ct.bid(0)," not in generate_kernel(spec).code:
+                    continue
+                source = compile_spec(spec, ("sm_90",))
+            looped += 1
+            result = check_emulated(spec, source, make_input=input_maker(case))
+            assert result.ok, f"{case.name} {spec.id}: {result.message}"
+    assert looped, f"no {family} variant took the persistent column loop"
