@@ -91,6 +91,11 @@ VARIANTS = {
     "gnchunk4k": {"group_max_single": 16384, "group_chunk": 4096, "lane_group": False},
     "gnchunk8k": {"group_max_single": 8192, "group_chunk": 8192, "lane_group": False},
     "gnlane2k": {"group_max_single": 16384, "group_chunk": 2048},
+    # more resident blocks / a load latency hint in the chunk loops of the two-pass forms (AOT sm_90, group norm:
+    # occupancy 4 0.6 s, latency 10 0.9 s)
+    "chunkocc4": {"chunked_occupancy": 4},
+    "chunkocc8": {"chunked_occupancy": 8},
+    "chunklat": {"long_latency": 10},
     # eval batch norm: channel rows cut at their largest power-of-two divisor, exact tiles loaded unchecked (the
     # default since session 7); not cut; cut with checked loads; with the load latency / store hints
     "bnunsplit": {"bn_split_rows": False},
@@ -111,13 +116,13 @@ COMMON = ["default", "unchecked", "old", "nopersist", "persistcol", "occ1", "occ
 
 def variants_for(label: str, family: str) -> list[str]:
     if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
-        return ["default", "gnsingle", "gnchunk4k", "gnchunk8k", "gnlane2k", "occ1"]
+        return ["default", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat"]
     names = list(COMMON)
     if family in ("softmax", "norm"):
         names += ["tile4k", "tile16k", "expfull"]
     if "two-pass" in label:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
-            ["normchunk4k", "normchunk1k"] if "norm" in label else []) + (
+            ["normchunk4k", "normchunk1k", "chunkocc4"] if "norm" in label else []) + (
             ["lanesum", "single32k"] if "32768" in label else [])
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]

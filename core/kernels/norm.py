@@ -245,6 +245,9 @@ class _RowNorm:
         self.cps = cdiv(layout.nch, self.segments)
         if self.segments == 1:
             layout.persist(self.gen.kernel, passes=2 if layout.nch > 1 else 1)
+            occ = TUNING["chunked_occupancy"]
+            if occ and layout.nch > 1 and not layout.persistent:  # a block per row tile walking its chunks twice
+                self.gen.kernel.options["occupancy"] = int(occ)
         else:
             layout.hints, layout.long_loops = True, True
 

@@ -113,6 +113,10 @@ TUNING = {
     # latency hint on main-input loads of kernels with long chunk loops (None: none; the hint on persistent
     # multi-chunk kernels made tileiras take 10 minutes, so it is off by default)
     "long_latency": None,
+    # occupancy hint (None: the compiler's) of the non-persistent two-pass norms (a block per row tile walks its
+    # chunks for the statistics, then again, from L2, to normalize): more resident blocks keep more loads in
+    # flight. Not yet timed on a GPU
+    "chunked_occupancy": None,
 }
 
 

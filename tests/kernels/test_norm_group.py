@@ -30,6 +30,8 @@ FORMS = {
     "chunked": ({"group_max_single": 16}, "statistics then normalize"),
     # lane-wise Welford statistics (unpadded C/G only; gn_c3_hw117's padded channels keep the per-chunk merge)
     "lanes": ({"group_max_single": 16, "lane_group": True}, "statistics then normalize"),
+    # an occupancy hint and load latency hints on the chunk loops (TUNING chunked_occupancy / long_latency)
+    "hinted": ({"group_max_single": 16, "chunked_occupancy": 4, "long_latency": 10}, "statistics then normalize"),
     "flat": ({"group_channel_rows": False}, None),
 }
 DTYPES = ("float32", "float16", "bfloat16")
@@ -52,7 +54,7 @@ def test_group_norm_forms(name, dtype, form):
     from tilestudio.core.kernels.rowwise import tuned
 
     overrides, note = FORMS[form]
-    if form in ("chunked", "lanes"):
+    if form in ("chunked", "lanes", "hinted"):
         overrides = dict(overrides, group_chunk=CHUNK[name])
     for spec in specs_for(name, dtype):
         with tuned(**overrides):
@@ -64,6 +66,8 @@ def test_group_norm_forms(name, dtype, form):
         else:
             assert "chans" in source.code and note in doc, doc
             assert "//" not in source.code.split("def launch_")[0], "per-element channel division in the kernel"
+        if form == "hinted":
+            assert "@ct.kernel(occupancy=4)" in source.code and "latency=10" in source.code, doc
         if form == "lanes":
             assert ("m2l = " in source.code) == (name != "gn_c3_hw117"), doc
         for rec in trace_launches(source, spec):
