@@ -145,6 +145,8 @@ VARIANTS = {
         ("1024 x 8 rows", {"ce_cols": 1024, "ce_tile_elems": 8192}),
         ("2048 x 4 rows", {"ce_cols": 2048, "ce_tile_elems": 8192}),
         ("4096 x 1 row", {"ce_cols": 4096, "ce_tile_elems": 4096}),
+        ("4096 x 1 row, load latency 4", {"ce_latency": 4}),
+        ("4096 x 1 row, load latency 10", {"ce_latency": 10}),
     ],
 }
 

@@ -76,12 +76,14 @@ def class_loss(plan: LossPlan) -> KernelSource:
         wt = "wt"
     if fast:
         log2e = 1.4426950408889634
+        lat = MEMORY_TUNING["ce_latency"]
+        hint = f", latency={int(lat)}" if lat else ""
         lines += [f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)",
                   f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
                   f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
                   f"{ind}for j in range({-(-C // BC)}):",
                   f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
-                  f"padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)",
+                  f"padding_mode=ct.PaddingMode.NEG_INF{hint}).astype(ct.float32)",
                   f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
                   f"{li}l = l * ct.exp2((m - mn) * {log2e!r}) + ct.exp2(xv * {log2e!r} - mn * {log2e!r})",
                   f"{li}m = mn",

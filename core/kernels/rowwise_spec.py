@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import Unsupported
+
+if TYPE_CHECKING:
+    from .rowwise_code import Code
 
 ELEMENTWISE = ("elementwise_unary", "elementwise_binary", "elementwise_ternary")
 
@@ -75,7 +79,7 @@ def _getitem_indices(spec: KernelSpec, anchor: OpRecord) -> dict[str, int]:
     return out
 
 
-def emit_ops(ops: list[OpRecord], env: dict[str, str], load_side, code: "Code") -> dict[str, str]:
+def emit_ops(ops: list[OpRecord], env: dict[str, str], load_side, code: Code) -> dict[str, str]:
     if not ops:
         return env
     from .expr import emit_elementwise
@@ -83,7 +87,7 @@ def emit_ops(ops: list[OpRecord], env: dict[str, str], load_side, code: "Code") 
     return emit_elementwise(ops, env, load_side, code.lines, code.indent)
 
 
-def as_float(var: str, code: "Code") -> str:
+def as_float(var: str, code: Code) -> str:
     """A float32 view of a prologue result: comparisons give bool tiles (expr names them eb_*)."""
     if var.startswith("eb_"):
         code(f"{var}_f = {var}.astype(ct.float32)")

@@ -121,3 +121,17 @@ def test_loss_strided_inputs(name):
     spec = snippet_spec(body, inputs, FAMILY)
     result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True, **kw))
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("name", ["cross_entropy_many_classes_fp16", "cross_entropy_many_rows"])
+def test_cross_entropy_load_latency_hint(name, monkeypatch):
+    """MEMORY_TUNING["ce_latency"]: the plain-logits chunk loop's loads carry the latency hint; same values."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "ce_latency", 10)
+    body, inputs, kw = CASES[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert "padding_mode=ct.PaddingMode.NEG_INF, latency=10)" in source.code
+    result = check_emulated(spec, source, make_input=make_inputs(**kw))
+    assert result.ok, result.message
