@@ -47,15 +47,16 @@ for part in "$@"; do
              timeout ${MODELS_TIMEOUT:-420} python3 -m tilestudio bench bench/models/*.py --no-dry-run --jobs 16 \
                --gpu-jobs 4 --reps ${REPS:-20} --out-dir "$out/composed_models" --json "$out/bench_models.json" \
                > "$out/bench_models.txt" 2> "$out/bench_models.err"; tail -12 "$out/bench_models.txt" ;;
-    prepared) # the paths left switched off for lack of device time (session 6): their GPU tests forced on, then
-             # their variant rows (16-bit pools through int64 words, embedding as word copies)
-             timeout ${TESTS_TIMEOUT:-200} python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 150 -rfE \
-               -n ${GPU_PAR:-12} tests/kernels/test_pool_gpu.py tests/kernels/test_gather_gpu.py -k "quads or word" \
-               > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
-             grep -E "^(FAILED|ERROR)" "$out/prepared_tests.log" | cut -c1-200
-             for only in "max_pool2d 2x2 64x128" "max_pool2d 3x3/2 64x128" "embedding"; do
-               timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "$only" >> "$out/prepared_variants.txt" 2>>"$out/prepared_variants.err"
-             done; grep -E "quads|words|eager|\*" "$out/prepared_variants.txt" | cut -c1-120 ;;
+    prepared) # the knobs left switched off for lack of device time (session 7): persistent column layouts
+             # (softmax over an inner dim), occupancy / latency hints of the two-pass norms (group norm, long-row
+             # layer norm), the cross-entropy chunk-load latency, two spill-free GEMM tile shapes
+             timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "inner dim,group_norm,two-pass" \
+               --variants default,persistcol,chunkocc4,chunkocc8,chunklat,longlat --budget 140 \
+               > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -12 "$out/prepared_rows.txt"
+             timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "cross_entropy" \
+               > "$out/prepared_ce.txt" 2> "$out/prepared_ce.err"; tail -9 "$out/prepared_ce.txt" | cut -c1-120
+             timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_gemm.py --only "mm 8192" \
+               > "$out/prepared_mm.txt" 2> "$out/prepared_mm.err"; tail -8 "$out/prepared_mm.txt" | cut -c1-120 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;
