@@ -49,12 +49,14 @@ for part in "$@"; do
                > "$out/bench_models.txt" 2> "$out/bench_models.err"; tail -12 "$out/bench_models.txt" ;;
     prepared) # the knobs left switched off for lack of device time (session 7): persistent column layouts
              # (softmax over an inner dim), occupancy / latency hints of the two-pass norms (group norm, long-row
-             # layer norm), the cross-entropy chunk-load latency, two spill-free GEMM tile shapes
+             # layer norm), the cross-entropy and scan chunk-load latencies, two spill-free GEMM tile shapes
              timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "inner dim,group_norm,two-pass" \
                --variants default,persistcol,chunkocc4,chunkocc8,chunklat,longlat --budget 140 \
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -12 "$out/prepared_rows.txt"
-             timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "cross_entropy" \
-               > "$out/prepared_ce.txt" 2> "$out/prepared_ce.err"; tail -9 "$out/prepared_ce.txt" | cut -c1-120
+             for only in cross_entropy cumsum; do
+               timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "$only" \
+                 >> "$out/prepared_mem.txt" 2>> "$out/prepared_mem.err"
+             done; grep -E "latency|\*|eager" "$out/prepared_mem.txt" | cut -c1-120
              timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_gemm.py --only "mm 8192" \
                > "$out/prepared_mm.txt" 2> "$out/prepared_mm.err"; tail -8 "$out/prepared_mm.txt" | cut -c1-120 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \

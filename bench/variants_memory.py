@@ -126,12 +126,15 @@ VARIANTS = {
                                               "scan_col_min_blocks": 2048}),
         ("bi 64, chunk 8192, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 8192,
                                               "scan_col_min_blocks": 1024}),
+        ("bi 64, >=512 blocks, load latency 10", {"scan_latency": 10}),
     ],
     "cumsum 64x1048576 fp32 (chunked carry)": [
         ("chunk 2048, >=264 blocks (~old)", {"scan_chunk_elems": 2048, "scan_min_blocks": 264}),
         ("chunk 4096, >=1024 blocks", {"scan_chunk_elems": 4096, "scan_min_blocks": 1024}),
         ("chunk 4096, >=2048 blocks", {"scan_chunk_elems": 4096, "scan_min_blocks": 2048}),
         ("chunk 8192, >=1024 blocks", {"scan_chunk_elems": 8192, "scan_min_blocks": 1024}),
+        ("chunk 4096, >=1024 blocks, load latency 4", {"scan_latency": 4}),
+        ("chunk 4096, >=1024 blocks, load latency 10", {"scan_latency": 10}),
     ],
     "cumsum 4096x4096 fp32": [
         ("1 row x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 4096}),

@@ -109,6 +109,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # same run, device time (session 7): >= 512 blocks 0.069 ms, >= 1024 0.078, >= 2048 0.101; one pass over
     # strips of 16 (256 blocks) 0.075, of 8 0.087 (session 5, wall time: 0.092 / 0.118 / 0.138)
     "scan_col_min_blocks": 512,
+    # load latency hint (None: none) in the chunk loops of chunked scans (and their segment totals). Not yet timed
+    # on a GPU
+    "scan_latency": None,
     "scan_max_segments": 64,
     # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile
     # H200, cross_entropy 4096x65536 bf16: 1024 x 4 rows 0.231 ms, 2048 x 2 0.246, 4096 x 1 row 0.198 (eager 0.452)

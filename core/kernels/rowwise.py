@@ -169,6 +169,7 @@ class Layout:
     occupancy: int = 1  # persistent: the @ct.kernel occupancy hint (cap = NUM_SM * occupancy)
     hints: bool = False  # emit the TUNING load/store hints on main-input loads and row-tile stores
     unchecked: bool = False  # unchecked main-input loads where the tiles cover the view exactly, whatever TUNING
+    latency: int | None = None  # a load latency hint of the kernel's own (scans), whatever the hints above
     long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
 
     def persist(self, kernel: "Kernel | None" = None, passes: int = 1) -> "Layout":
@@ -190,6 +191,8 @@ class Layout:
 
     @property
     def load_hint(self) -> str:
+        if self.latency:
+            return f", latency={int(self.latency)}"
         if self.hints and self.long_loops:
             lat = TUNING["long_latency"]
             return f", latency={int(lat)}" if lat else ""

@@ -56,6 +56,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         layout.BI = min(pow2_at_least(layout.I), int(MEMORY_TUNING["scan_col_bi"]))
         layout.BR = max(1, chunk // layout.BI)
         layout.BO = 1
+    if layout.nch > 1:
+        layout.latency = MEMORY_TUNING["scan_latency"]
     gen = SameShapeGen(spec, parts, layout)
     segments = 1
     if kind in _SEGMENTED and not parts.prologue and layout.nch >= 4:

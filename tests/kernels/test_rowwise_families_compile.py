@@ -102,3 +102,22 @@ def test_persistent_column_layouts(family, monkeypatch):
             result = check_emulated(spec, source, make_input=input_maker(case))
             assert result.ok, f"{case.name} {spec.id}: {result.message}"
     assert looped, f"no {family} variant took the persistent column loop"
+
+
+def test_scan_load_latency_hint(monkeypatch):
+    """MEMORY_TUNING["scan_latency"]: the chunk loops of the long (chunked / segmented) scans load with the latency
+    hint; each still compiles and matches the reference in the emulator."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_latency", 10)
+    hinted = 0
+    for case in long_cases("scan"):
+        for spec in variant_specs("scan", long=True)[case.name]:
+            if ", latency=10)" not in generate_kernel(spec).code:
+                continue
+            hinted += 1
+            source = compile_spec(spec, ("sm_90",))
+            result = check_emulated(spec, source, make_input=input_maker(case))
+            assert result.ok, f"{case.name} {spec.id}: {result.message}"
+    assert hinted >= 2
