@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|kernels|models|prepared|corpus-fused|corpus-op]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|kernels|models|prepared|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -25,6 +25,10 @@ for part in "$@"; do
                -n ${GPU_PAR:-12} --dist loadgroup ${GPU_TESTS:-tests} > "$out/gpu_tests.log" 2>&1
              pkill -f "pytest" 2>/dev/null; sleep 2  # xdist workers outlive a timed-out controller and share the GPU
              tail -1 "$out/gpu_tests.log"; grep -E "^(FAILED|ERROR)" "$out/gpu_tests.log" | cut -c1-240 ;;
+    tests-rest) # every GPU test but the end-to-end composed files (fits one call: 198 s in session 6)
+             GPU_TESTS="tests --ignore=tests/test_compose_gpu.py" bash "$0" "$out" tests-x ;;
+    tests-compose) # the end-to-end composed-file tests alone (the slow tail of tests-x)
+             GPU_TESTS="tests/test_compose_gpu.py" bash "$0" "$out" tests-x ;;
     mains) # every corpus model: compose, then run the composed file's own __main__ (PASS/FAIL count)
              timeout ${MAINS_TIMEOUT:-420} python3 -m tilestudio bench ${BENCH_MODELS:-tests/models/*.py} --no-dry-run --no-validate \
                --jobs 16 --main-jobs ${MAIN_JOBS:-8} --out-dir "$out/composed_all" --json "$out/mains.json" \
