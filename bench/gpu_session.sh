@@ -53,7 +53,8 @@ for part in "$@"; do
                > "$out/bench_models.txt" 2> "$out/bench_models.err"; tail -12 "$out/bench_models.txt" ;;
     prepared) # the knobs left switched off for lack of device time (session 7): persistent column layouts
              # (softmax over an inner dim), occupancy / latency hints of the two-pass norms (group norm, long-row
-             # layer norm), the cross-entropy and scan chunk-load latencies, two spill-free GEMM tile shapes
+             # layer norm), the cross-entropy and scan chunk-load latencies, persistent single-tile scans, two
+             # spill-free GEMM tile shapes
              timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "inner dim,group_norm,two-pass" \
                --variants default,persistcol,chunkocc4,chunkocc8,chunklat,longlat --budget 140 \
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -12 "$out/prepared_rows.txt"

@@ -140,6 +140,7 @@ VARIANTS = {
         ("1 row x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 4096}),
         ("2 rows x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 8192}),
         ("2 chunks of 2048 + carry", {"scan_max_single": 2048, "scan_tile_elems": 2048, "scan_chunk_elems": 2048}),
+        ("1 row x 4096 per tile, persistent", {"scan_persistent": True}),
     ],
     # cross entropy, plain (N, C) logits: classes per chunk x rows per block
     "cross_entropy 4096x65536 bf16": [

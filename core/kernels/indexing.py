@@ -112,6 +112,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # load latency hint (None: none) in the chunk loops of chunked scans (and their segment totals). Not yet timed
     # on a GPU
     "scan_latency": None,
+    # single-tile scans (rows up to scan_max_single) on the row kernels' persistent grid with their load/store
+    # hints (rowwise.Layout.persist). Not yet timed on a GPU
+    "scan_persistent": False,
     "scan_max_segments": 64,
     # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile
     # H200, cross_entropy 4096x65536 bf16: 1024 x 4 rows 0.231 ms, 2048 x 2 0.246, 4096 x 1 row 0.198 (eager 0.452)

@@ -59,6 +59,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     if layout.nch > 1:
         layout.latency = MEMORY_TUNING["scan_latency"]
     gen = SameShapeGen(spec, parts, layout)
+    if layout.nch == 1 and MEMORY_TUNING["scan_persistent"]:
+        layout.persist(gen.kernel)  # one tile per row block: a persistent grid with the row kernels' hints
     segments = 1
     if kind in _SEGMENTED and not parts.prologue and layout.nch >= 4:
         # too few (row tile, inner window) blocks to fill the GPU with serial chunk loops: cut each row into

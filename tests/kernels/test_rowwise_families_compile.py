@@ -121,3 +121,25 @@ def test_scan_load_latency_hint(monkeypatch):
             result = check_emulated(spec, source, make_input=input_maker(case))
             assert result.ok, f"{case.name} {spec.id}: {result.message}"
     assert hinted >= 2
+
+
+def test_persistent_single_tile_scans(monkeypatch):
+    """MEMORY_TUNING["scan_persistent"]: single-tile scans loop over their row blocks in a persistent grid (one SM
+    at occupancy 1 here, so every snippet of more than one block loops); compiled and emulated."""
+    from tilestudio.core.kernels import generate_kernel, rowwise
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+    from tilestudio.core.kernels.rowwise import tuned
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_persistent", True)
+    monkeypatch.setattr(rowwise, "NUM_SM", 1)
+    looped = 0
+    for case in ALL_CASES["scan"]:
+        for spec in variant_specs("scan")[case.name]:
+            with tuned(occupancy=1, occupancy_stacked=1):
+                if "for pid in range(ct.bid(0)," not in generate_kernel(spec).code:
+                    continue
+                source = compile_spec(spec, ("sm_90",))
+            looped += 1
+            result = check_emulated(spec, source, make_input=input_maker(case))
+            assert result.ok, f"{case.name} {spec.id}: {result.message}"
+    assert looped
