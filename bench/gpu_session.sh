@@ -52,11 +52,14 @@ for part in "$@"; do
                --gpu-jobs 4 --reps ${REPS:-20} --out-dir "$out/composed_models" --json "$out/bench_models.json" \
                > "$out/bench_models.txt" 2> "$out/bench_models.err"; tail -12 "$out/bench_models.txt" ;;
     prepared) # the knobs left switched off for lack of device time (session 7): persistent column layouts
-             # (softmax over an inner dim), occupancy / latency hints of the two-pass norms (group norm, long-row
-             # layer norm), the cross-entropy and scan chunk-load latencies, persistent single-tile scans, two
-             # spill-free GEMM tile shapes
-             timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "inner dim,group_norm,two-pass" \
-               --variants default,persistcol,chunkocc4,chunkocc8,chunklat,longlat --budget 140 \
+             # (softmax over an inner dim), softmax rows as int64 words (1000 classes), occupancy / latency hints
+             # of the two-pass norms (group norm, long-row layer norm), the cross-entropy and scan chunk-load
+             # latencies, persistent single-tile scans, two spill-free GEMM tile shapes (each variant is checked
+             # against float64 before it is timed)
+             timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 100 -rfE -n 4 \
+               tests/kernels/test_softmax_words.py > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
+             timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "inner dim,group_norm,two-pass,1000" \
+               --variants default,persistcol,chunkocc4,chunkocc8,chunklat,longlat,words --budget 140 \
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -12 "$out/prepared_rows.txt"
              for only in cross_entropy cumsum; do
                timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "$only" \

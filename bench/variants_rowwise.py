@@ -31,6 +31,7 @@ import kernels as bk  # noqa: E402  bench/kernels.py: cases, spec building, timi
 CASE_LABELS = [
     "softmax rows 8192x8192 fp32",
     "softmax rows 16384x1000 bf16",
+    "softmax rows 65536x1000 bf16",
     "layer_norm 8192x8192 fp32",
     "add+layer_norm 16384x4096 bf16",
     "rms_norm 16384x4096 bf16",
@@ -60,6 +61,7 @@ VARIANTS = {
     "unchecked": {"unchecked_exact": True},
     "nopersist": {"persistent": False},
     "persistcol": {"persistent_col": True},  # column layouts (reduced middle dim) persistent too
+    "words": {"softmax_words": True},  # ragged single-tile softmax rows through int64 words (softmax_words.py)
     "occ1": {"occupancy": 1},
     "occ4": {"occupancy": 4},
     "nohints": {"load_latency": None, "store_tma": None},
@@ -120,6 +122,8 @@ def variants_for(label: str, family: str) -> list[str]:
     names = list(COMMON)
     if family in ("softmax", "norm"):
         names += ["tile4k", "tile16k", "expfull"]
+    if family == "softmax":
+        names += ["words"]
     if "two-pass" in label:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
             ["normchunk4k", "normchunk1k", "chunkocc4"] if "norm" in label else []) + (

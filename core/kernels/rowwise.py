@@ -97,6 +97,9 @@ TUNING = {
     # 4096x32768 fp32 0.973 -> 0.387 ms (eager 0.685), softmax 8192x8192 fp32 0.174 -> 0.173, log_softmax
     # 8192x4096 fp16 0.074 -> 0.068, softmax 16384x1000 bf16 0.056 -> 0.060 (noise level)
     "softmax_exp2": True,
+    # single-tile softmax rows loaded and stored as int64 words (softmax_words.py): 8-byte masked stores where a
+    # row that is not a power of two long (1000 classes) stores 2 bytes per instruction. Not yet timed on a GPU
+    "softmax_words": False,
     "lane_norm": False,
     # the same lane-wise Welford statistics for group norm's chunked channel rows (groups of unpadded C/G; the
     # H200 rows at group_max_single above); tileiras compiles the (8, 512) form in 0.7 s, 151 KB

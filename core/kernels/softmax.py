@@ -13,6 +13,7 @@ from ..specs import KernelSpec
 from .base import KernelSource, Unsupported
 from .expr_math import fast_exp
 from .rowwise import (TUNING, SameShapeGen, choose_tiles_full_row, decode, emit_ops, make_layout, norm_dims, split_spec)
+from .softmax_words import generate_words, words_fit
 
 _OPS = {"softmax": (False, False), "_softmax": (False, False), "_safe_softmax": (False, True),
         "log_softmax": (True, False), "_log_softmax": (True, False)}
@@ -30,6 +31,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     layout = choose_tiles_full_row(make_layout(shape, dims))
     gen = SameShapeGen(spec, parts, layout)
     layout.persist(gen.kernel, passes=2 if layout.nch > 1 else 1)
+    if words_fit(parts, layout):
+        return generate_words(gen, log, safe, _exp)
     g = _Softmax(gen, log, safe)
     g.emit()
     what = "log_softmax" if log else "softmax"
