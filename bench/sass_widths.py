@@ -2,7 +2,9 @@
 every launch specialized for sm_90 as cuTile's JIT does (`aot.compile_cubin(..., specialize=True)`), disassemble it
 with nvdisasm and count the global loads/stores per thread by width (LDG.E.U16 = 2 bytes, LDG.E = 4, .64, .128),
 TMA copies (UTMALDG/UTMASTG) and local-memory spills (STL). Narrow accesses are the first suspect when a
-memory-bound kernel stays under its copy bandwidth (session 6: the 16-bit pools and the embedding).
+memory-bound kernel stays under its copy bandwidth (session 6: the 16-bit pools and the embedding). With
+cuobjdump beside nvdisasm (PyPI's `nvidia-cuda-cuobjdump` wheel) each launch starts with [R<registers per thread>
+S<static shared bytes per block>]: what bounds the blocks per SM (session 7: TMA-staged chunk loops at 120-231 KB).
 
     NVDISASM=/path/to/nvdisasm python bench/sass_widths.py [--only SUBSTRING] [--family pool] [--set KEY=VALUE]...
 
@@ -36,8 +38,20 @@ def widths(nvdisasm: str, cubin: bytes) -> str:
         f.write(cubin)
         f.flush()
         sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True).stdout
+        usage = resource_usage(nvdisasm, f.name)
     counts = collections.Counter(op.replace(".E", "") for op in MEMORY_OPS.findall(sass))
-    return " ".join(f"{op}:{n}" for op, n in sorted(counts.items()))
+    return " ".join([usage] + [f"{op}:{n}" for op, n in sorted(counts.items())]).strip()
+
+
+def resource_usage(nvdisasm: str, path: str) -> str:
+    """Registers per thread and static shared memory per block (cuobjdump -res-usage, next to nvdisasm in the same
+    wheels), e.g. "[R255 S119920]": what bounds the blocks per SM. Empty when cuobjdump is not there."""
+    cuobjdump = os.path.join(os.path.dirname(nvdisasm), "cuobjdump")
+    if not os.path.exists(cuobjdump):
+        return ""
+    out = subprocess.run([cuobjdump, "-res-usage", path], capture_output=True, text=True).stdout
+    found = re.search(r"REG:(\d+).*?SHARED:(\d+)", out)
+    return f"[R{found.group(1)} S{found.group(2)}]" if found else ""
 
 
 def set_knob(key: str, value: str) -> None:

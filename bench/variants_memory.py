@@ -127,6 +127,7 @@ VARIANTS = {
         ("bi 64, chunk 8192, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 8192,
                                               "scan_col_min_blocks": 1024}),
         ("bi 64, >=512 blocks, load latency 10", {"scan_latency": 10}),
+        ("bi 64, >=512 blocks, plain loads", {"chunk_load_tma": False}),
     ],
     "cumsum 64x1048576 fp32 (chunked carry)": [
         ("chunk 2048, >=264 blocks (~old)", {"scan_chunk_elems": 2048, "scan_min_blocks": 264}),
@@ -134,6 +135,9 @@ VARIANTS = {
         ("chunk 4096, >=2048 blocks", {"scan_chunk_elems": 4096, "scan_min_blocks": 2048}),
         ("chunk 8192, >=1024 blocks", {"scan_chunk_elems": 8192, "scan_min_blocks": 1024}),
         ("chunk 4096, >=1024 blocks, load latency 4", {"scan_latency": 4}),
+        # plain loads instead of TMA tiles staged in shared memory (totals kernel: 149 KB -> 1 KB per block)
+        ("chunk 4096, >=1024 blocks, plain loads", {"chunk_load_tma": False}),
+        ("chunk 4096, >=1024 blocks, plain loads, latency 4", {"chunk_load_tma": False, "scan_latency": 4}),
         ("chunk 4096, >=1024 blocks, load latency 10", {"scan_latency": 10}),
     ],
     "cumsum 4096x4096 fp32": [
@@ -159,8 +163,9 @@ def _tables() -> list[dict]:
     """The tuning tables a variant's overrides may name (each key lives in exactly one)."""
     from tilestudio.core.kernels.expr_math import MATH_TUNING
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
+    from tilestudio.core.kernels.rowwise import TUNING
 
-    return [MEMORY_TUNING, MATH_TUNING]
+    return [MEMORY_TUNING, MATH_TUNING, TUNING]
 
 
 def run_variant(spec, overrides: dict, reps: int):

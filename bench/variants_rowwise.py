@@ -98,6 +98,12 @@ VARIANTS = {
     "chunkocc4": {"chunked_occupancy": 4},
     "chunkocc8": {"chunked_occupancy": 8},
     "chunklat": {"long_latency": 10},
+    # plain loads in the chunk loops: tileiras stages every TMA chunk load in shared memory (two-pass layer norm
+    # 2048x65536 223 KB, scale+softmax 4096x32768 231 KB, group norm 120 KB per block: one block per SM); plain
+    # loads need ~1-5 KB
+    "chunkldg": {"chunk_load_tma": False},
+    "chunkldg_occ4": {"chunk_load_tma": False, "chunked_occupancy": 4},
+    "chunkldg_lat": {"chunk_load_tma": False, "long_latency": 4},
     # eval batch norm: channel rows cut at their largest power-of-two divisor, exact tiles loaded unchecked (the
     # default since session 7); not cut; cut with checked loads; with the load latency / store hints
     "bnunsplit": {"bn_split_rows": False},
@@ -118,7 +124,8 @@ COMMON = ["default", "unchecked", "old", "nopersist", "persistcol", "occ1", "occ
 
 def variants_for(label: str, family: str) -> list[str]:
     if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
-        return ["default", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat"]
+        return ["default", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
+                "chunkldg_occ4", "chunkldg_lat"]
     names = list(COMMON)
     if family in ("softmax", "norm"):
         names += ["tile4k", "tile16k", "expfull"]
@@ -127,6 +134,7 @@ def variants_for(label: str, family: str) -> list[str]:
     if "two-pass" in label:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
             ["normchunk4k", "normchunk1k", "chunkocc4"] if "norm" in label else []) + (
+            ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["lanesum", "single32k"] if "32768" in label else [])
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]

@@ -120,6 +120,11 @@ TUNING = {
     # chunks for the statistics, then again, from L2, to normalize): more resident blocks keep more loads in
     # flight. Not yet timed on a GPU
     "chunked_occupancy": None,
+    # allow_tma on the main-input loads of multi-chunk kernels (None: the compiler's choice, TMA). tileiras
+    # stages every TMA chunk load of the (unrolled) chunk loops in shared memory: the two-pass group norm takes
+    # 120 KB per block and the two-pass layer norm 2048x65536 223 KB (one block per SM); plain loads need 5 KB
+    # (bench/sass_widths.py shows [R<regs> S<shared bytes>]). Not yet timed on a GPU
+    "chunk_load_tma": None,
 }
 
 
@@ -195,11 +200,16 @@ class Layout:
     @property
     def load_hint(self) -> str:
         if self.latency:
-            return f", latency={int(self.latency)}"
-        if self.hints and self.long_loops:
+            hint = f", latency={int(self.latency)}"
+        elif self.hints and self.long_loops:
             lat = TUNING["long_latency"]
-            return f", latency={int(lat)}" if lat else ""
-        return load_hint() if self.hints else ""
+            hint = f", latency={int(lat)}" if lat else ""
+        else:
+            hint = load_hint() if self.hints else ""
+        tma = TUNING["chunk_load_tma"]
+        if tma is not None and self.nch > 1:
+            hint += f", allow_tma={bool(tma)}"
+        return hint
 
     @property
     def store_hint(self) -> str:

@@ -143,3 +143,23 @@ def test_persistent_single_tile_scans(monkeypatch):
             result = check_emulated(spec, source, make_input=input_maker(case))
             assert result.ok, f"{case.name} {spec.id}: {result.message}"
     assert looped
+
+
+@pytest.mark.parametrize("family", ["softmax", "norm", "scan"])
+def test_plain_chunk_loads(family, monkeypatch):
+    """TUNING["chunk_load_tma"] = False: the chunk loops of the long (multi-chunk) variants load without TMA (no
+    shared-memory staging); each compiles for sm_90 and matches the reference in the emulator."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.rowwise import tuned
+
+    plain = 0
+    for case in long_cases(family):
+        for spec in variant_specs(family, long=True)[case.name]:
+            with tuned(chunk_load_tma=False):
+                if "allow_tma=False).astype(" not in generate_kernel(spec).code:
+                    continue
+                source = compile_spec(spec, ("sm_90",))
+            plain += 1
+            result = check_emulated(spec, source, make_input=input_maker(case))
+            assert result.ok, f"{case.name} {spec.id}: {result.message}"
+    assert plain, f"no long {family} variant took plain chunk loads"
