@@ -62,10 +62,10 @@ for part in "$@"; do
                --variants default,persistcol,chunkocc4,chunkocc8,chunklat,longlat,words,chunkldg,chunkldg_occ4,chunkldg_lat \
                --budget 140 \
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -12 "$out/prepared_rows.txt"
-             for only in cross_entropy cumsum; do
+             for only in cross_entropy cumsum adaptive_avg_pool2d; do
                timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "$only" \
                  >> "$out/prepared_mem.txt" 2>> "$out/prepared_mem.err"
-             done; grep -E "latency|\*|eager" "$out/prepared_mem.txt" | cut -c1-120
+             done; grep -E "latency|plain|\*|eager" "$out/prepared_mem.txt" | cut -c1-120
              timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_gemm.py --only "mm 8192" \
                > "$out/prepared_mm.txt" 2> "$out/prepared_mm.err"; tail -8 "$out/prepared_mm.txt" | cut -c1-120 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \

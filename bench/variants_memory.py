@@ -109,6 +109,8 @@ VARIANTS = {
         ("512 cols x 8192", {"pool_global_cols": 512, "pool_global_elems": 8192}),
         ("1024 cols x 8192", {"pool_global_cols": 1024, "pool_global_elems": 8192}),
         ("256 cols x 8192", {"pool_global_cols": 256, "pool_global_elems": 8192}),
+        ("256 cols x 8192, plain loads", {"pool_global_tma": False}),
+        ("512 cols x 8192, plain loads", {"pool_global_cols": 512, "pool_global_tma": False}),
     ],
     # scans: scan_max_single / scan_tile_elems / scan_chunk_elems / scan_col_bi / scan_min_blocks (segments)
     "cumsum dim=1 64x4096x64 bf16 (inner dim)": [

@@ -128,6 +128,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # 256 x 8192 0.085 ms, 512 x 8192 0.118 ms (eager 0.073)
     "pool_global_cols": 256,
     "pool_global_elems": 8192,
+    # allow_tma on the global pool's loads (None: the compiler's TMA tiles, staged in shared memory: 102 KB per
+    # block for adaptive_avg_pool2d(1) 128x512x28x28 fp32; plain loads: none). Not yet timed on a GPU
+    "pool_global_tma": None,
     # gather family (embedding, pad, index, ...): output elements per (BR rows x BL <= 1024 columns) tile
     "gather_tile_elems": 4096,
     # zero padding of the last one/two dims as shifted 32-bit word copies (gather_words.py) instead of per-element

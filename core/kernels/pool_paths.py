@@ -494,6 +494,9 @@ def generate_global(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: lis
         off += b
         rest = max(0, rest - b)
     pad, init = _padding_mode(is_max), _identity(is_max)
+    tma = MEMORY_TUNING["pool_global_tma"]
+    if tma is not None:
+        pad += f", allow_tma={bool(tma)}"
     lines.append(f"{I}res = ct.full((BR, 1), {init}, dtype=ct.float32)")
     if nfull:
         lines += [f"{I}acc = ct.full((BR, BS), {init}, dtype=ct.float32)",

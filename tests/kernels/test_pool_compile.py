@@ -163,15 +163,20 @@ def test_aligned_pool_layouts(name, mode, monkeypatch):
     assert strided.ok, strided.message
 
 
-@pytest.mark.parametrize("cols,elems", [(256, 2048), (1024, 8192), (128, 4096)])
-def test_global_pool_tile_table(cols, elems, monkeypatch):
+@pytest.mark.parametrize("cols,elems,tma", [(256, 2048, None), (1024, 8192, None), (128, 4096, None),
+                                            (256, 8192, False)])
+def test_global_pool_tile_table(cols, elems, tma, monkeypatch):
+    """Tile sizes of the global pool, and its plain (non-TMA) loads (MEMORY_TUNING["pool_global_tma"] False)."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_global_cols", cols)
     monkeypatch.setitem(MEMORY_TUNING, "pool_global_elems", elems)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_global_tma", tma)
     for name in ("adaptive_avg2d_global_fp16_relu", "adaptive_max2d_global"):
         spec = snippet_spec(*CASES[name], FAMILY)
-        result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs())
+        source = compile_spec(spec, ("sm_90",))
+        assert ("allow_tma=False" in source.code) == (tma is False)
+        result = check_emulated(spec, source, make_input=make_inputs())
         assert result.ok, result.message
 
 
