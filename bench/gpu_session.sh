@@ -58,9 +58,9 @@ for part in "$@"; do
              # against float64 before it is timed)
              timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 100 -rfE -n 4 \
                tests/kernels/test_softmax_words.py > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
-             timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "inner dim,group_norm,two-pass,1000" \
-               --variants default,persistcol,chunkocc4,chunkocc8,chunklat,longlat,words,chunkldg,chunkldg_occ4,chunkldg_lat \
-               --budget 140 \
+             timeout ${VARIANTS_TIMEOUT:-190} python3 bench/variants_rowwise.py --cases "inner dim,group_norm,two-pass,1000" \
+               --variants default,chunkldg,words,persistcol,chunkldg_occ4,chunkldg_lat,chunkocc4,chunklat,longlat,chunkocc8 \
+               --budget 170 \
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -12 "$out/prepared_rows.txt"
              for only in cross_entropy cumsum adaptive_avg_pool2d; do
                timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "$only" \

@@ -269,6 +269,8 @@ def main() -> int:
             print(f"{case[1]}: ERROR {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr, flush=True)
     # variant-major order: every case gets `default` and `old` first, so a time-limited run stays comparable
     order = list(dict.fromkeys(n for r in runs for n in variants_for(r.label, r.family)))
+    if names_filter:  # the order given on the command line (most wanted first, should the budget run out)
+        order = [n for n in names_filter if n in order]
     def interrupted(*_):
         raise KeyboardInterrupt
 
