@@ -259,10 +259,8 @@ class _RowNorm:
         var = f"p_{t.name}"
         if self.kind in ("layer", "rms"):
             name = kern.tensor(f"a_{t.name}", f"{t.name}.reshape(1, {L.R})")
-            tma = TUNING["chunk_load_tma"]
-            hint = f", allow_tma={bool(tma)}" if tma is not None and L.nch > 1 else ""
             k(f"{var} = ct.load({name}, index=(0, {chunk}), shape=(1, {L.BR}), "
-              f"padding_mode=ct.PaddingMode.ZERO{hint}).astype(ct.float32)")
+              f"padding_mode=ct.PaddingMode.ZERO{L.chunk_tma_hint}).astype(ct.float32)")
         elif isinstance(L, _GroupLayout):
             name = kern.tensor(f"a_{t.name}", t.name)
             k(f"{var} = ct.gather({name}, (rows % {self.groups}) * {L.C} + chans).astype(ct.float32)")

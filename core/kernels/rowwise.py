@@ -206,10 +206,13 @@ class Layout:
             hint = f", latency={int(lat)}" if lat else ""
         else:
             hint = load_hint() if self.hints else ""
+        return hint + self.chunk_tma_hint
+
+    @property
+    def chunk_tma_hint(self) -> str:
+        """The allow_tma keyword of every load in a multi-chunk kernel's chunk loops (TUNING["chunk_load_tma"])."""
         tma = TUNING["chunk_load_tma"]
-        if tma is not None and self.nch > 1:
-            hint += f", allow_tma={bool(tma)}"
-        return hint
+        return f", allow_tma={bool(tma)}" if tma is not None and self.nch > 1 else ""
 
     @property
     def store_hint(self) -> str:

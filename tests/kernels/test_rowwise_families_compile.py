@@ -82,84 +82,62 @@ def test_unchecked_exact_loads(shape, exact, monkeypatch):
     assert result.ok, result.message
 
 
+def _emulate_where(family: str, cases, marker: str, long: bool = False, **overrides) -> int:
+    """Generate every variant spec of `cases` with the TUNING `overrides`; those whose code contains `marker` are
+    compiled for sm_90 and must match the reference in the emulator. Returns how many did."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.rowwise import tuned
+
+    taken = 0
+    for case in cases:
+        for spec in variant_specs(family, long=long)[case.name]:
+            with tuned(**overrides):
+                if marker not in generate_kernel(spec).code:
+                    continue
+                source = compile_spec(spec, ("sm_90",))
+            taken += 1
+            result = check_emulated(spec, source, make_input=input_maker(case))
+            assert result.ok, f"{case.name} {spec.id}: {result.message}"
+    return taken
+
+
 @pytest.mark.parametrize("family", ["reduction", "softmax"])
 def test_persistent_column_layouts(family, monkeypatch):
     """TUNING["persistent_col"]: kernels over a reduced middle dim loop over (row tile, inner window) pairs in a
     grid of NUM_SM * occupancy blocks. With one SM at occupancy 1 the variant snippets of more than one tile take
     the loop; each compiles and matches the reference in the emulator."""
-    from tilestudio.core.kernels import generate_kernel, rowwise
-    from tilestudio.core.kernels.rowwise import tuned
+    from tilestudio.core.kernels import rowwise
 
     monkeypatch.setattr(rowwise, "NUM_SM", 1)
-    looped = 0
-    for case in ALL_CASES[family]:
-        for spec in variant_specs(family)[case.name]:
-            with tuned(persistent_col=True, occupancy=1, occupancy_stacked=1):
-                if "for t in range(ct.bid(0)," not in generate_kernel(spec).code:
-                    continue
-                source = compile_spec(spec, ("sm_90",))
-            looped += 1
-            result = check_emulated(spec, source, make_input=input_maker(case))
-            assert result.ok, f"{case.name} {spec.id}: {result.message}"
+    looped = _emulate_where(family, ALL_CASES[family], "for t in range(ct.bid(0),", persistent_col=True,
+                            occupancy=1, occupancy_stacked=1)
     assert looped, f"no {family} variant took the persistent column loop"
 
 
 def test_scan_load_latency_hint(monkeypatch):
     """MEMORY_TUNING["scan_latency"]: the chunk loops of the long (chunked / segmented) scans load with the latency
     hint; each still compiles and matches the reference in the emulator."""
-    from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "scan_latency", 10)
-    hinted = 0
-    for case in long_cases("scan"):
-        for spec in variant_specs("scan", long=True)[case.name]:
-            if "latency=10" not in generate_kernel(spec).code:
-                continue
-            hinted += 1
-            source = compile_spec(spec, ("sm_90",))
-            result = check_emulated(spec, source, make_input=input_maker(case))
-            assert result.ok, f"{case.name} {spec.id}: {result.message}"
-    assert hinted >= 2
+    assert _emulate_where("scan", long_cases("scan"), "latency=10", long=True) >= 2
 
 
 def test_persistent_single_tile_scans(monkeypatch):
     """MEMORY_TUNING["scan_persistent"]: single-tile scans loop over their row blocks in a persistent grid (one SM
     at occupancy 1 here, so every snippet of more than one block loops); compiled and emulated."""
-    from tilestudio.core.kernels import generate_kernel, rowwise
+    from tilestudio.core.kernels import rowwise
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
-    from tilestudio.core.kernels.rowwise import tuned
 
     monkeypatch.setitem(MEMORY_TUNING, "scan_persistent", True)
     monkeypatch.setattr(rowwise, "NUM_SM", 1)
-    looped = 0
-    for case in ALL_CASES["scan"]:
-        for spec in variant_specs("scan")[case.name]:
-            with tuned(occupancy=1, occupancy_stacked=1):
-                if "for pid in range(ct.bid(0)," not in generate_kernel(spec).code:
-                    continue
-                source = compile_spec(spec, ("sm_90",))
-            looped += 1
-            result = check_emulated(spec, source, make_input=input_maker(case))
-            assert result.ok, f"{case.name} {spec.id}: {result.message}"
-    assert looped
+    assert _emulate_where("scan", ALL_CASES["scan"], "for pid in range(ct.bid(0),", occupancy=1,
+                          occupancy_stacked=1)
 
 
 @pytest.mark.parametrize("family", ["softmax", "norm", "scan"])
-def test_plain_chunk_loads(family, monkeypatch):
+def test_plain_chunk_loads(family):
     """TUNING["chunk_load_tma"] = False: the chunk loops of the long (multi-chunk) variants load without TMA (no
     shared-memory staging); each compiles for sm_90 and matches the reference in the emulator."""
-    from tilestudio.core.kernels import generate_kernel
-    from tilestudio.core.kernels.rowwise import tuned
-
-    plain = 0
-    for case in long_cases(family):
-        for spec in variant_specs(family, long=True)[case.name]:
-            with tuned(chunk_load_tma=False):
-                if "allow_tma=False).astype(" not in generate_kernel(spec).code:
-                    continue
-                source = compile_spec(spec, ("sm_90",))
-            plain += 1
-            result = check_emulated(spec, source, make_input=input_maker(case))
-            assert result.ok, f"{case.name} {spec.id}: {result.message}"
+    plain = _emulate_where(family, long_cases(family), "allow_tma=False).astype(", long=True, chunk_load_tma=False)
     assert plain, f"no long {family} variant took plain chunk loads"
