@@ -61,6 +61,7 @@ VARIANTS = {
     "unchecked": {"unchecked_exact": True},
     "nopersist": {"persistent": False},
     "persistcol": {"persistent_col": True},  # column layouts (reduced middle dim) persistent too
+    "colplain": {"persistent_col": False},  # column layouts one block per (row tile, inner window)
     "words": {"softmax_words": True},  # ragged single-tile softmax rows through int64 words (softmax_words.py)
     "occ1": {"occupancy": 1},
     "occ4": {"occupancy": 4},
@@ -119,7 +120,7 @@ VARIANTS = {
     "red8k": {"red_tile_elems": 8192},
     "red16k": {"red_tile_elems": 16384},
 }
-COMMON = ["default", "unchecked", "old", "nopersist", "persistcol", "occ1", "occ4", "nohints", "tmastore", "lat3"]
+COMMON = ["default", "unchecked", "old", "nopersist", "persistcol", "colplain", "occ1", "occ4", "nohints", "tmastore", "lat3"]
 
 
 def variants_for(label: str, family: str) -> list[str]:

@@ -246,7 +246,7 @@ class _RowNorm:
         if self.segments == 1:
             layout.persist(self.gen.kernel, passes=2 if layout.nch > 1 else 1)
             occ = TUNING["chunked_occupancy"]
-            if occ and layout.nch > 1 and not layout.persistent:  # a block per row tile walking its chunks twice
+            if occ and kind == "group" and layout.nch > 1 and not layout.persistent:  # a block per group, two walks
                 self.gen.kernel.options["occupancy"] = int(occ)
         else:
             layout.hints, layout.long_loops = True, True

@@ -42,8 +42,9 @@ TUNING = {
     # tile's load while the current one is reduced
     "persistent": True,
     # the persistent loop for column layouts too (reduced middle dim: softmax over an inner dim, middle-dim
-    # reductions): the loop walks (row tile, inner window) pairs. Off: not yet timed on a GPU
-    "persistent_col": False,
+    # reductions): the loop walks (row tile, inner window) pairs. H200, session 8 (bench/gpu_session.sh prepared,
+    # variants default,persistcol): softmax dim=1 64x256x32x32 fp16 0.039 -> 0.022 ms (0.49 -> 0.87 of copy)
+    "persistent_col": True,
     "occupancy": 2,  # @ct.kernel(occupancy=...) of persistent kernels; their grid is NUM_SM * occupancy
     # persistent kernels whose tile stacks at least 8 short rows (row length <= 1024): occupancy 4. H200, two runs
     # each (bench/variants_rowwise.py --variants default,occ4): softmax 16384x1000 bf16 0.048 -> 0.045 and
@@ -116,10 +117,12 @@ TUNING = {
     # latency hint on main-input loads of kernels with long chunk loops (None: none; the hint on persistent
     # multi-chunk kernels made tileiras take 10 minutes, so it is off by default)
     "long_latency": None,
-    # occupancy hint (None: the compiler's) of the non-persistent two-pass norms (a block per row tile walks its
-    # chunks for the statistics, then again, from L2, to normalize): more resident blocks keep more loads in
-    # flight. Not yet timed on a GPU
-    "chunked_occupancy": None,
+    # occupancy hint (None: the compiler's) of the non-persistent two-pass group norms (a block per group walks
+    # its chunks for the statistics, then again, from L2, to normalize): more resident blocks keep more loads in
+    # flight. H200, session 8 (variants_rowwise.py): group_norm(32)+silu 32x256x56x56 fp16 0.066 -> 0.045 ms with
+    # 4 (0.46 -> 0.66 of copy), 0.146 with 8. Layer norms keep the compiler's: layer_norm 2048x65536 fp32 lost
+    # (0.402 -> 0.424 ms with 4), so norm.py applies it to group norms only
+    "chunked_occupancy": 4,
     # allow_tma on the main-input loads of multi-chunk kernels (None: the compiler's choice, TMA). tileiras
     # stages every TMA chunk load of the (unrolled) chunk loops in shared memory: the two-pass group norm takes
     # 120 KB per block and the two-pass layer norm 2048x65536 223 KB (one block per SM); plain loads need 5 KB
