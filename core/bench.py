@@ -204,7 +204,13 @@ def run_bench(args) -> int:
     if args.main_jobs:
         ready = [r for r in rows if r.get("composed")]
         with ThreadPoolExecutor(args.main_jobs) as pool:
-            list(pool.map(lambda r: run_main(r, args.timeout), ready))
+            futures = {pool.submit(run_main, r, args.timeout): r for r in ready}
+            # a line per finished main: a run stopped by an outer time limit still shows how far it got
+            for n, fut in enumerate(as_completed(futures), 1):
+                fut.result()
+                r = futures[fut]
+                print(f"[{n}/{len(ready)}] main {r['model']}: {r.get('main')} {r.get('main_error', '')}".rstrip(),
+                      file=sys.stderr, flush=True)
         print(f"composed __main__ blocks: PASS {sum(r.get('main') == 'PASS' for r in rows)}/{len(rows)}",
               file=sys.stderr, flush=True)
     if not args.no_validate:

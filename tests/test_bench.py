@@ -56,6 +56,18 @@ WORKER = textwrap.dedent("""
 """)
 
 
+def test_main_runs_report_each_file_as_it_finishes(tmp_path, capsys):
+    """--main-jobs prints a line per finished __main__ run (an outer time limit still leaves the lines so far)."""
+    good = corpus_files("op_relu")[0] if corpus_files("op_relu") else corpus_files("op_")[0]
+    rc = main(["bench", str(good), "--no-dry-run", "--no-validate", "--main-jobs", "1", "--jobs", "1",
+               "--out-dir", str(tmp_path), "--timeout", "120"])
+    _, err = capsys.readouterr()
+    assert rc == 0
+    line = next(l for l in err.splitlines() if l.startswith("[1/1] main "))
+    assert good.name in line and line.split(": ", 1)[1].split()[0] in ("PASS", "FAIL", "ERR(1)", "ERR(2)")
+    assert "composed __main__ blocks: PASS" in err
+
+
 def test_gpu_lock_keeps_timed_regions_exclusive(tmp_path):
     env = {"TILESTUDIO_GPU_LOCK": str(tmp_path / "gpu.lock")}
     procs = [subprocess.Popen([sys.executable, "-c", WORKER], stdout=subprocess.PIPE, text=True,
