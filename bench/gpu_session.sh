@@ -51,23 +51,20 @@ for part in "$@"; do
              timeout ${MODELS_TIMEOUT:-420} python3 -m tilestudio bench bench/models/*.py --no-dry-run --jobs 16 \
                --gpu-jobs 4 --reps ${REPS:-20} --out-dir "$out/composed_models" --json "$out/bench_models.json" \
                > "$out/bench_models.txt" 2> "$out/bench_models.err"; tail -12 "$out/bench_models.txt" ;;
-    prepared) # the knobs left switched off for lack of device time (session 7): persistent column layouts
-             # (softmax over an inner dim), softmax rows as int64 words (1000 classes), occupancy / latency hints
-             # of the two-pass norms (group norm, long-row layer norm), the cross-entropy and scan chunk-load
-             # latencies, persistent single-tile scans, two spill-free GEMM tile shapes (each variant is checked
-             # against float64 before it is timed)
-             timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 100 -rfE -n 4 \
-               tests/kernels/test_softmax_words.py > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
-             timeout ${VARIANTS_TIMEOUT:-190} python3 bench/variants_rowwise.py --cases "inner dim,group_norm,two-pass,1000" \
-               --variants default,chunkldg,words,persistcol,chunkldg_occ4,chunkldg_lat,chunkocc4,chunklat,longlat,chunkocc8 \
-               --budget 170 \
-               > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -12 "$out/prepared_rows.txt"
-             for only in cross_entropy cumsum adaptive_avg_pool2d; do
-               timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "$only" \
-                 >> "$out/prepared_mem.txt" 2>> "$out/prepared_mem.err"
-             done; grep -E "latency|plain|\*|eager" "$out/prepared_mem.txt" | cut -c1-120
-             timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_gemm.py --only "mm 8192" \
-               > "$out/prepared_mm.txt" 2> "$out/prepared_mm.err"; tail -8 "$out/prepared_mm.txt" | cut -c1-120 ;;
+    prepared) # the knobs prepared in session 8, off by default, each spill-free in its sm_90 cubin (zero stack
+             # frame, bench/sass_widths.py): num_worker_warps=8 for 128x256 / 256x128 GEMM tiles (cuBLAS's shape;
+             # the compiler's warp count spills them: 23.8 ms), 128x128 / 128x64 flash-attention tiles, the
+             # implicit-GEMM convs, the one-tile group norm and the one-pass 32768-float softmax row. Each variant
+             # is checked against float64 before it is timed
+             timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 120 -rfE -n 4 \
+               tests/kernels/test_norm_group.py > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
+             for only in "mm 8192" "linear+gelu" "mm 4096" "sdpa" "conv2d 3x3" "conv2d 1x1"; do
+               timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_gemm.py --only "$only" --match "8 warps" \
+                 >> "$out/prepared_gemm.txt" 2>> "$out/prepared_gemm.err"
+             done; grep -E "^(mm|linear|sdpa|conv)" "$out/prepared_gemm.txt" | cut -c1-120
+             timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "group_norm,32768" \
+               --variants default,gn1ww8,single32k_ww8 --budget 130 \
+               > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -6 "$out/prepared_rows.txt" ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;

@@ -36,7 +36,13 @@ CASES = [
     ("mm 8192^3 bf16", _mod("", "a @ b", "a, b"),
      f"[torch.randn(8192, 8192, dtype={BF}), torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
      [("default", {}),
-      ("128x256x64", {"mm_low": (128, 256, 64)}),
+      # num_worker_warps=8 (session 8): two warp groups share the accumulator; sm_90 cubins spill-free (zero
+      # stack frame) for 128x256x64 and 256x128x64 at one block per SM (214 KB of shared memory), where the
+      # compiler's warp count spills 130-520 registers per thread
+      ("128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
+      ("256x128x64 8 warps", {"mm_low": (256, 128, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
+      ("128x128x64 8 warps", {"mm_worker_warps": 8}),
+      ("128x256x64", {"mm_low": (128, 256, 64)}, X),  # 23.8 ms (session 8): the spill
       ("ctas=2", {"mm_num_ctas": 2}),
       ("persistent, 1 block/SM", {"mm_persistent": 1}),
       ("persistent, 2 blocks/SM", {"mm_persistent": 2}),
@@ -49,12 +55,16 @@ CASES = [
     ("mm 4096^3 fp16", _mod("", "a @ b", "a, b"),
      f"[torch.randn(4096, 4096, dtype={HF}), torch.randn(4096, 4096, dtype={HF})]", 2 * 4096 ** 3,
      [("default", {}),
-      ("128x256x64", {"mm_low": (128, 256, 64)}),
+      ("128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
+      ("256x128x64 8 warps", {"mm_low": (256, 128, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
+      ("128x256x64", {"mm_low": (128, 256, 64)}, X),
       ("occ=2", {"mm_occupancy": 2}),
       ("256x128x64", {"mm_low": (256, 128, 64)}, X)]),
     ("linear+gelu 8192^3 bf16", _mod(f"self.l = nn.Linear(8192, 8192).to({BF})", "F.gelu(self.l(x))"),
      f"[torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
      [("default", {}),
+      ("128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
+      ("256x128x64 8 warps", {"mm_low": (256, 128, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
       ("gelu erfc constants unfolded (old)", {"erfc_folded": False}),
       ("bias in the accumulator", {"mm_bias_in_acc": True}),
       ("store without TMA", {"mm_store_tma": False}),
@@ -83,6 +93,8 @@ CASES = [
     ("conv2d 3x3 32x256x56x56->256 bf16", _mod(f"self.c = nn.Conv2d(256, 256, 3, padding=1).to({BF})", "self.c(x)"),
      f"[torch.randn(32, 256, 56, 56, dtype={BF})]", 2 * 32 * 256 * 56 * 56 * 256 * 9,
      [("default", {}),
+      ("8 warps", {"conv_worker_warps": 8}),  # sm_90: R168 instead of R255, zero frame either way
+      ("8 warps, bco=256", {"conv_worker_warps": 8, "conv_bco": 256}),
       ("positions=256", {"conv_positions": 256}),
       ("occ=2", {"conv_occupancy": 2}),
       ("bk=32", {"conv_bk": 32}, X),
@@ -100,6 +112,7 @@ CASES = [
           "torch.relu(self.b(self.c(x)))"),
      f"[torch.randn(64, 512, 28, 28, dtype={HF})]", 2 * 64 * 512 * 784 * 512,
      [("default", {}),
+      ("8 warps", {"conv_worker_warps": 8}),
       ("occ=2", {"conv_occupancy": 2}),
       ("positions=256", {"conv_positions": 256}, X),
       ("bco=256", {"conv_bco": 256}, X)]),
@@ -109,6 +122,9 @@ CASES = [
      # sm_90 SASS (bench/sass_widths.py --set attn_d128=... --set attn_occupancy=...): the default spills 9
      # registers per thread; 128x64 at occupancy 1 and the 64-query tiles do not, 128x128 spills 150-300
      [("default", {}),
+      # 8 worker warps at one block per SM: 128x128 and 128x64 tiles compile spill-free (R168; session 8)
+      ("128x128 8 warps occ=1", {"attn_d128": (128, 128), "attn_worker_warps": 8, "attn_occupancy": 1}),
+      ("128x64 8 warps occ=1", {"attn_d128": (128, 64), "attn_worker_warps": 8, "attn_occupancy": 1}),
       ("128x64 occ=1", {"attn_occupancy": 1}),
       ("64x64 occ=2", {"attn_d128": (64, 64)}),
       ("64x128 occ=2", {"attn_d128": (64, 128)}),
@@ -119,6 +135,8 @@ CASES = [
      f"[torch.randn(8, 16, 2048, 64, dtype={HF}), torch.randn(8, 16, 2048, 64, dtype={HF}), "
      f"torch.randn(8, 16, 2048, 64, dtype={HF})]", 2 * 8 * 16 * 2048 * 2048 * 64,
      [("default", {}),
+      ("128x128 8 warps occ=1", {"attn_d64": (128, 128), "attn_worker_warps": 8, "attn_occupancy": 1}),
+      ("128x64 8 warps occ=1", {"attn_d64": (128, 64), "attn_worker_warps": 8, "attn_occupancy": 1}),
       ("128x64", {"attn_d64": (128, 64)}),
       ("128x128", {"attn_d64": (128, 128)}),
       ("64x64", {"attn_d64": (64, 64)}),
@@ -151,9 +169,11 @@ def rel_error(actual, expected) -> float:
     return float(torch.linalg.vector_norm(a - e) / torch.linalg.vector_norm(e).clamp_min(1e-30))
 
 
-def selected(variants, quick: bool, extra: bool) -> list[tuple[str, dict]]:
+def selected(variants, quick: bool, extra: bool, match: str | None = None) -> list[tuple[str, dict]]:
     if quick:
         return [variants[0][:2]]
+    if match:  # the default, then the variants whose name contains `match` (--all or not)
+        return [variants[0][:2]] + [v[:2] for v in variants[1:] if match in v[0]]
     return [v[:2] for v in variants if extra or not (len(v) > 2 and v[2])]
 
 
@@ -211,6 +231,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="the default variant of each case only")
     parser.add_argument("--all", action="store_true", help="also the slower-to-compile, less likely variants")
+    parser.add_argument("--match", default=None, help="the default and the variants whose name contains this text")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench/variants_gemm.py needs a CUDA GPU", file=sys.stderr)
@@ -224,7 +245,7 @@ def main() -> int:
         if args.only and args.only not in label:
             continue
         try:
-            rows += run_case(label, model, inputs, flop, selected(variants, args.quick, args.all), args.reps)
+            rows += run_case(label, model, inputs, flop, selected(variants, args.quick, args.all, args.match), args.reps)
         except Exception as exc:  # noqa: BLE001
             rows.append([label, "-", f"ERROR {type(exc).__name__}: {str(exc)[:80]}", "", "", "", "", "", ""])
         torch.cuda.empty_cache()

@@ -73,6 +73,9 @@ VARIANTS = {
     "tile16k": {"row_tile_elems": 16384},
     # long rows: one pass from registers instead of two passes, or wider chunks
     "single32k": {"max_single": 32768},
+    # a whole 32768 float32 row as one tile on 8 worker warps, one block per row: spill-free (R168, 132 KB of
+    # shared memory) where single32k spills; one pass instead of two (session 8)
+    "single32k_ww8": {"max_single": 32768, "worker_warps": 8, "persistent": False},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
@@ -91,6 +94,9 @@ VARIANTS = {
     # statistics (the default: (8, 512) chunks)
     "gnflat": {"group_channel_rows": False},
     "gnsingle": {"group_max_single": 32768},
+    # the whole group as one tile on 8 worker warps, one block per group: spill-free in the sm_90 cubin (the
+    # compiler's warp count spills 704 bytes per thread); one read and one write of the input (session 8)
+    "gn1ww8": {"group_max_single": 32768, "worker_warps": 8, "persistent": False},
     "gnchunk4k": {"group_max_single": 16384, "group_chunk": 4096, "lane_group": False},
     "gnchunk8k": {"group_max_single": 8192, "group_chunk": 8192, "lane_group": False},
     "gnlane2k": {"group_max_single": 16384, "group_chunk": 2048},
@@ -125,7 +131,7 @@ COMMON = ["default", "unchecked", "old", "nopersist", "persistcol", "colplain", 
 
 def variants_for(label: str, family: str) -> list[str]:
     if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
-        return ["default", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
+        return ["default", "gn1ww8", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
                 "chunkldg_occ4", "chunkldg_lat"]
     names = list(COMMON)
     if family in ("softmax", "norm"):
@@ -136,7 +142,7 @@ def variants_for(label: str, family: str) -> list[str]:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
             ["normchunk4k", "normchunk1k", "chunkocc4"] if "norm" in label else []) + (
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
-            ["lanesum", "single32k"] if "32768" in label else [])
+            ["single32k_ww8", "lanesum", "single32k"] if "32768" in label else [])
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]
     if "inner dim" in label:

@@ -174,17 +174,43 @@ def compile_launch(record: LaunchRecord, arch: str = "sm_90") -> tuple[int, floa
 def shared_memory_bytes(cubin: bytes) -> int:
     """Static shared memory of the kernel(s) in a cubin: the sizes of its `.nv.shared.*` ELF sections (ELF64,
     little-endian, as tileiras writes them)."""
+    return sum(size for name, _, size in _sections(cubin) if name.startswith(".nv.shared."))
+
+
+def _sections(cubin: bytes):
+    """(name, file offset, size) of each ELF section of a cubin (ELF64, little-endian)."""
     shoff, = struct.unpack_from("<Q", cubin, 0x28)
     entsize, count, names_index = struct.unpack_from("<HHH", cubin, 0x3A)
     headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * entsize) for i in range(count)]
     names_at = headers[names_index][4]
-    total = 0
-    for name_off, _type, _flags, _addr, _offset, size in headers:
+    for name_off, _type, _flags, _addr, offset, size in headers:
         start = names_at + name_off
-        name = cubin[start:cubin.index(b"\0", start)].decode()
-        if name.startswith(".nv.shared."):
-            total += size
-    return total
+        yield cubin[start:cubin.index(b"\0", start)].decode(), offset, size
+
+
+_EIATTR_FRAME_SIZE, _EIATTR_REGCOUNT = 0x11, 0x2F
+
+
+def kernel_resources(cubin: bytes) -> dict[str, int]:
+    """Registers per thread and the per-thread stack frame of the kernel in a cubin, from the `.nv.info` section's
+    attribute records (format byte, attribute byte, u16 size, payload; here payload = u32 symbol, u32 value). A
+    kernel with no calls has a non-zero frame only when it spills registers to local memory (what cuobjdump
+    --dump-resource-usage reports as STACK), so `frame == 0` is a spill check that needs no CUDA tools."""
+    out = {"registers": 0, "frame": 0}
+    for name, offset, size in _sections(cubin):
+        if name != ".nv.info":
+            continue
+        data, i = cubin[offset:offset + size], 0
+        while i + 4 <= len(data):
+            fmt, attr, length = data[i], data[i + 1], struct.unpack_from("<H", data, i + 2)[0]
+            if fmt != 4:  # only the sized records (EIFMT_SVAL) are expected in the global section
+                break
+            if length == 8 and attr in (_EIATTR_FRAME_SIZE, _EIATTR_REGCOUNT):
+                value = struct.unpack_from("<I", data, i + 8)[0]
+                key = "frame" if attr == _EIATTR_FRAME_SIZE else "registers"
+                out[key] = max(out[key], value)
+            i += 4 + length
+    return out
 
 
 # sm_90 (H100/H200): shared memory per SM, and what the hardware reserves per resident block

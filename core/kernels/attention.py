@@ -18,7 +18,7 @@ import math
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args, scalar_value
-from .gemm_common import TILES
+from .gemm_common import TILES, kernel_decorator
 from .indexing import (SideLoader, array_param, elementwise, guarded, input_args, input_for, module, out_param,
                        output_vars, scalar_param, split_anchor)
 
@@ -132,7 +132,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     qa, ka, va = array_param(q), array_param(k), array_param(v)
     outs = [out_param(o) for o in spec.outputs]
     occupancy = 1 if max(DP, DVP) > 128 else TILES["attn_occupancy"]
-    lines = [f"@ct.kernel(occupancy={occupancy})" if occupancy else "@ct.kernel",
+    lines = [kernel_decorator(occupancy, worker_warps=TILES["attn_worker_warps"]),
              f"def {kid}_kernel({', '.join(input_args(spec) + outs)}, BM: ct.Constant[int], "
              f"BN: ct.Constant[int], DP: ct.Constant[int], DVP: ct.Constant[int]):",
              # causal: the longest query tiles (most key tiles) of each (batch, head) are dispatched first, so the

@@ -205,7 +205,7 @@ class GemmBuilder(ConvBuilder):
                 "channels), float32 accumulation on tensor cores")
 
     def decorator(self) -> str:
-        return kernel_decorator(TILES["conv_occupancy"])
+        return kernel_decorator(TILES["conv_occupancy"], worker_warps=TILES["conv_worker_warps"])
 
     def input_view_lines(self, xp: str, x: str, x5: str) -> list[str]:
         if self.buf is not None:

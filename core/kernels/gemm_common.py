@@ -46,6 +46,9 @@ TILES: dict[str, Any] = {
     # 1 / 3 0.077 / 0.078
     "mm_one_step_n_tiles": 4,
     "mm_num_ctas": None,  # CGA size hint (None = compiler's choice)
+    # @ct.kernel(num_worker_warps=...) of the GEMMs (None: the compiler's; tileiras 13.4 takes 4 or 8): warps of
+    # the warp-specialized kernel's compute warp groups, i.e. how many threads share the accumulator tile
+    "mm_worker_warps": None,
     # allow_tma on the output store (None = compiler's choice: staged through shared memory, TMA store)
     "mm_store_tma": None,
     # a bias broadcast along M or N starts the accumulator (True) instead of being added after the K loop (False;
@@ -83,11 +86,14 @@ TILES: dict[str, Any] = {
     "attn_d128": (64, 128),
     "attn_d256": (64, 32),
     "attn_occupancy": 2,  # head dims <= 128; larger head dims use 1
+    "attn_worker_warps": None,  # num_worker_warps of the attention kernels (see mm_worker_warps)
+    "conv_worker_warps": None,  # num_worker_warps of the implicit-GEMM convolutions (see mm_worker_warps)
 }
 
 
-def kernel_decorator(occupancy: int | None, num_ctas: int | None = None) -> str:
-    opts = [f"{k}={v}" for k, v in (("occupancy", occupancy), ("num_ctas", num_ctas)) if v]
+def kernel_decorator(occupancy: int | None, num_ctas: int | None = None, worker_warps: int | None = None) -> str:
+    opts = [f"{k}={v}" for k, v in (("occupancy", occupancy), ("num_ctas", num_ctas),
+                                    ("num_worker_warps", worker_warps)) if v]
     return f"@ct.kernel({', '.join(opts)})" if opts else "@ct.kernel"
 
 

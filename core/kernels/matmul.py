@@ -597,7 +597,8 @@ class _Builder(SideOperands):
         params = ["A", "B"] + outs + [p for p, *_ in self.sides] + [p for p, _ in self.scalars]
         consts = ["TRANS_A", "TRANS_B", "BM", "BN", "BK", "GROUP_M"]
         sig_params = params + [f"{c}: ct.Constant[{'bool' if c.startswith('TRANS') else 'int'}]" for c in consts]
-        deco = kernel_decorator(occupancy_for(g.K, self.tile_k, self.low), TILES["mm_num_ctas"])
+        deco = kernel_decorator(occupancy_for(g.K, self.tile_k, self.low), TILES["mm_num_ctas"],
+                                TILES["mm_worker_warps"])
         head = [deco, f"def {kid}_kernel({', '.join(sig_params)}):",
                 f'    """{self.anchor.op} as a {"batched " if g.batch_shape else ""}GEMM: ({g.M} x {g.K}) @ '
                 f'({g.K} x {g.N}){f" x {prod(g.batch_shape)}" if g.batch_shape else ""}, fused epilogue."""']

@@ -128,6 +128,11 @@ TUNING = {
     # 120 KB per block and the two-pass layer norm 2048x65536 223 KB (one block per SM); plain loads need 5 KB
     # (bench/sass_widths.py shows [R<regs> S<shared bytes>]). Not yet timed on a GPU
     "chunk_load_tma": None,
+    # @ct.kernel(num_worker_warps=...) of every row-wise kernel (None: the compiler's; tileiras 13.4 takes 4 or 8):
+    # more warps share a tile, so a large single tile (a whole group norm group, a long softmax row) needs fewer
+    # registers per thread. Sass (bench/sass_widths.py): group_norm(32)+silu 32x256x56x56 fp16 as one
+    # (8, 4096) tile spills without, see the session 8 results. Not yet timed on a GPU
+    "worker_warps": None,
 }
 
 

@@ -74,7 +74,12 @@ class Kernel:
 
     def source(self, doc: str) -> str:
         params = [p.name for p in self.tensors + self.scalars] + [f"{p.name}: {p.annotation}" for p in self.consts]
-        opts = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        from .rowwise import TUNING  # (rowwise imports this module)
+
+        options = dict(self.options)
+        if TUNING["worker_warps"]:
+            options.setdefault("num_worker_warps", int(TUNING["worker_warps"]))
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
         deco = f"@ct.kernel({opts})" if opts else "@ct.kernel"
         head = f"{deco}\ndef {self.name}({', '.join(params)}):\n    \"\"\"{doc}\"\"\"\n"
         return head + self.body.text() + "\n"

@@ -289,3 +289,25 @@ def test_n_tile_loop_keeps_two_blocks_per_sm(monkeypatch):
     monkeypatch.setitem(gemm_common.TILES, "mm_one_step_n_tiles", 4)
     code = generate_kernel(snippet_spec(*NLOOP_CASES["bmm"], FAMILY)).code
     assert "for jn in range(" not in code and "for kt in range(" in code
+
+
+def test_worker_warps_let_a_128x256_tile_compile_without_spills(monkeypatch):
+    """TILES["mm_worker_warps"]: @ct.kernel(num_worker_warps=8) puts two warp groups on the accumulator, so the
+    128x256x64 bf16 tile of a linear+bias+gelu, which spills to local memory at the compiler's warp count (a
+    non-zero stack frame), compiles for sm_90 with a zero frame. The values are the emulator's as before."""
+    from tilestudio.core.kernels import gemm_common, generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+
+    monkeypatch.setitem(gemm_common.TILES, "mm_low", (128, 256, 64))
+    monkeypatch.setitem(gemm_common.TILES, "mm_occupancy", 1)
+    spec = snippet_spec(*OCCUPANCY_CASES["linear_bias_gelu"], FAMILY)
+    frames = {}
+    for warps in (None, 8):
+        monkeypatch.setitem(gemm_common.TILES, "mm_worker_warps", warps)
+        source = generate_kernel(spec)
+        assert ("num_worker_warps=8" in source.code) == (warps == 8)
+        (record,) = trace_launches(source, spec)
+        frames[warps] = kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"]
+    assert frames[None] > 0 and frames[8] == 0, frames
+    result = check_emulated(spec, source)
+    assert result.ok, result.message

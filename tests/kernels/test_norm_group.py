@@ -33,6 +33,8 @@ FORMS = {
     # an occupancy hint and load latency hints on the chunk loops (TUNING chunked_occupancy / long_latency)
     "hinted": ({"group_max_single": 16, "chunked_occupancy": 4, "long_latency": 10}, "statistics then normalize"),
     "flat": ({"group_channel_rows": False}, None),
+    # the one-tile form on 8 worker warps per block (TUNING worker_warps), one block per group
+    "single_8warps": ({"worker_warps": 8, "persistent": False}, "one pass"),
 }
 DTYPES = ("float32", "float16", "bfloat16")
 # chunk elements of the chunked form: 32 positions x C/G padded (2 to 5 chunks, the last one ragged)
@@ -68,6 +70,8 @@ def test_group_norm_forms(name, dtype, form):
             assert "//" not in source.code.split("def launch_")[0], "per-element channel division in the kernel"
         if form == "hinted":
             assert "@ct.kernel(occupancy=4)" in source.code and "latency=10" in source.code, doc
+        if form == "single_8warps":
+            assert "num_worker_warps=8" in source.code, doc
         if form == "lanes":
             assert ("m2l = " in source.code) == (name != "gn_c3_hw117"), doc
         for rec in trace_launches(source, spec):
@@ -77,7 +81,9 @@ def test_group_norm_forms(name, dtype, form):
 
 
 GPU_FORMS = [("chunked", {"group_max_single": 16384, "group_chunk": 2048}),
-             ("lanes", {"group_max_single": 16384, "group_chunk": 4096, "lane_group": True})]
+             ("lanes", {"group_max_single": 16384, "group_chunk": 4096, "lane_group": True}),
+             # the whole group as one tile on 8 worker warps (prepared in session 8, spill-free on sm_90)
+             ("single_8warps", {"group_max_single": 32768, "worker_warps": 8, "persistent": False})]
 GPU_SHAPES = [((32, 256, 56, 56), "float16"), ((8, 96, 70, 70), "float32"), ((16, 128, 65, 67), "bfloat16")]
 
 
@@ -85,8 +91,8 @@ GPU_SHAPES = [((32, 256, 56, 56), "float16"), ((8, 96, 70, 70), "float32"), ((16
 @pytest.mark.parametrize("shape,dtype", GPU_SHAPES, ids=[f"{'x'.join(map(str, s))}-{d}" for s, d in GPU_SHAPES])
 @pytest.mark.parametrize("form,overrides", GPU_FORMS, ids=[f for f, _ in GPU_FORMS])
 def test_group_norm_silu_forms_on_gpu(form, overrides, shape, dtype):
-    """The chunked channel-row forms (per-chunk merge, lane-wise Welford) of group_norm(32) + silu at ResNet-like
-    sizes, fresh random inputs, against the float64 reference."""
+    """The channel-row forms (chunked with a per-chunk merge or lane-wise Welford, one tile on 8 worker warps) of
+    group_norm(32) + silu at ResNet-like sizes, fresh random inputs, against the float64 reference."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.checking import check_kernel
     from tilestudio.core.kernels.rowwise import tuned
@@ -98,6 +104,28 @@ def test_group_norm_silu_forms_on_gpu(form, overrides, shape, dtype):
                         f"[torch.randn({s}).to(torch.{dtype})]", "norm")
     with tuned(**overrides):
         source = generate_kernel(spec)
-    assert "statistics then normalize" in source.notes[0], source.notes[0]
+    expected = "one pass" if form == "single_8warps" else "statistics then normalize"
+    assert expected in source.notes[0], source.notes[0]
     result = check_kernel(spec, source)
     assert result.ok, result.message
+
+
+def test_one_tile_group_on_8_worker_warps_does_not_spill():
+    """group_norm(32)+silu 32x256x56x56 fp16 (bench/kernels.py), each 8 x 3136 group as one tile: at the compiler's
+    warp count the float32 tile spills (a non-zero stack frame in the sm_90 cubin); on 8 worker warps and one
+    block per group it compiles with a zero frame (TUNING worker_warps, prepared for the GPU's single-pass timing)."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.rowwise import tuned
+
+    case = C("gn_bench", "norm", "return F.silu(self.n(x))", [(32, 256, 56, 56)],
+             init="self.n = nn.GroupNorm(32, {s1}).to(torch.{dt})")
+    (spec,) = case_specs(case, dtype="float16")
+    frames = {}
+    for warps in (None, 8):
+        with tuned(group_max_single=32768, worker_warps=warps, persistent=False):
+            source = generate_kernel(spec)
+        assert "one pass" in source.notes[0], source.notes
+        (record,) = trace_launches(source, spec)
+        frames[warps] = kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"]
+    assert frames[None] > 0 and frames[8] == 0, frames
