@@ -1,6 +1,6 @@
 """Tile-configuration variants of the tensor-core generators (matmul, conv, attention) on large problems (GPU).
 
-    python bench/variants_gemm.py [--only SUBSTRING] [--reps 20] [--quick | --all]
+    python bench/variants_gemm.py [--only SUBSTRING] [--match VARIANT_TEXT] [--reps 20] [--quick | --all] [--aot]
 
 The generators read every tile choice from one table, `tilestudio.core.kernels.gemm_common.TILES`. For each case
 this script regenerates the kernel under a few overrides of that table (the first row of a case is the current
@@ -10,6 +10,8 @@ next to PyTorch (cuBLAS / cuDNN / flash SDPA, or eager for fused epilogues). The
 torch ms / ours (>= 0.8 is the goal on fp16/bf16), "best" marks the fastest correct variant of a case. To adopt a
 variant, copy its overrides into TILES. The default set runs in under about two minutes on an H200 (JIT compiles
 included; cuTile caches them, so a rerun is faster); --all adds the variants marked X (about twice as long).
+--aot needs no GPU: it compiles the selected variants for sm_90 and prints their registers, shared memory and
+stack frame (a non-zero frame is a register spill), to drop the variants that cannot win before a GPU call.
 """
 
 from __future__ import annotations
@@ -177,6 +179,33 @@ def selected(variants, quick: bool, extra: bool, match: str | None = None) -> li
     return [v[:2] for v in variants if extra or not (len(v) > 2 and v[2])]
 
 
+def aot_case(label, model, inputs, variants) -> list[list[str]]:
+    """--aot (CPU, no GPU): each variant generated and compiled for sm_90 as the JIT would (specialized); its
+    registers per thread, shared memory per block and stack frame (F > 0: a spill), so a GPU call times only the
+    variants that compile and fit."""
+    from tilestudio.core.kernels import aot, generate_kernel
+
+    spec = spec_for(model, inputs, families=("matmul", "conv", "attention"))
+    rows = []
+    for name, overrides in variants:
+        t0 = time.perf_counter()
+        try:
+            with tiles(overrides):
+                src = generate_kernel(spec)
+                parts = []
+                for rec in aot.trace_launches(src, spec):
+                    cubin = aot.compile_cubin(rec, "sm_90", specialize=True)
+                    res = aot.kernel_resources(cubin)
+                    parts.append(f"R{res['registers']} S{aot.shared_memory_bytes(cubin)} F{res['frame']}")
+            rows.append([label, name, " + ".join(parts), (src.notes[0] if src.notes else "")[:60],
+                         f"{time.perf_counter() - t0:.0f}s"])
+        except Exception as exc:  # noqa: BLE001 - one variant never stops the table
+            rows.append([label, name, f"ERROR {type(exc).__name__}: {str(exc)[:70]}", "",
+                         f"{time.perf_counter() - t0:.0f}s"])
+        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
 def run_case(label, model, inputs, flop, variants, reps) -> list[list[str]]:
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import load_source
@@ -232,7 +261,16 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="the default variant of each case only")
     parser.add_argument("--all", action="store_true", help="also the slower-to-compile, less likely variants")
     parser.add_argument("--match", default=None, help="the default and the variants whose name contains this text")
+    parser.add_argument("--aot", action="store_true",
+                        help="no GPU: compile each variant for sm_90 and print registers / shared memory / frame")
     args = parser.parse_args()
+    if args.aot:
+        rows = [["case", "variant", "sm_90 (R regs, S shared bytes, F frame bytes)", "tiles", "time"]]
+        for label, model, inputs, _, variants in CASES:
+            if not args.only or args.only in label:
+                rows += aot_case(label, model, inputs, selected(variants, args.quick, args.all, args.match))
+        print_table(rows)
+        return 0
     if not torch.cuda.is_available():
         print("bench/variants_gemm.py needs a CUDA GPU", file=sys.stderr)
         return 2
