@@ -179,24 +179,38 @@ def selected(variants, quick: bool, extra: bool, match: str | None = None) -> li
     return [v[:2] for v in variants if extra or not (len(v) > 2 and v[2])]
 
 
+def case_spec(model, inputs):
+    return spec_for(model, inputs, families=("matmul", "conv", "attention"))
+
+
+def variant_source(spec, overrides):
+    """The kernel generated under one variant's TILES overrides (a skeleton is an error here)."""
+    from tilestudio.core.kernels import generate_kernel
+
+    with tiles(overrides):
+        src = generate_kernel(spec)
+    if src.skeleton:
+        raise RuntimeError("skeleton: " + "; ".join(src.notes))
+    return src
+
+
 def aot_case(label, model, inputs, variants) -> list[list[str]]:
     """--aot (CPU, no GPU): each variant generated and compiled for sm_90 as the JIT would (specialized); its
     registers per thread, shared memory per block and stack frame (F > 0: a spill), so a GPU call times only the
     variants that compile and fit."""
-    from tilestudio.core.kernels import aot, generate_kernel
+    from tilestudio.core.kernels import aot
 
-    spec = spec_for(model, inputs, families=("matmul", "conv", "attention"))
+    spec = case_spec(model, inputs)
     rows = []
     for name, overrides in variants:
         t0 = time.perf_counter()
         try:
-            with tiles(overrides):
-                src = generate_kernel(spec)
-                parts = []
-                for rec in aot.trace_launches(src, spec):
-                    cubin = aot.compile_cubin(rec, "sm_90", specialize=True)
-                    res = aot.kernel_resources(cubin)
-                    parts.append(f"R{res['registers']} S{aot.shared_memory_bytes(cubin)} F{res['frame']}")
+            src = variant_source(spec, overrides)
+            parts = []
+            for rec in aot.trace_launches(src, spec):
+                cubin = aot.compile_cubin(rec, "sm_90", specialize=True)
+                res = aot.kernel_resources(cubin)
+                parts.append(f"R{res['registers']} S{aot.shared_memory_bytes(cubin)} F{res['frame']}")
             rows.append([label, name, " + ".join(parts), (src.notes[0] if src.notes else "")[:60],
                          f"{time.perf_counter() - t0:.0f}s"])
         except Exception as exc:  # noqa: BLE001 - one variant never stops the table
@@ -207,11 +221,10 @@ def aot_case(label, model, inputs, variants) -> list[list[str]]:
 
 
 def run_case(label, model, inputs, flop, variants, reps) -> list[list[str]]:
-    from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import load_source
     from tilestudio.core.kernels.checking import PoisonedTorch, launch_args, make_inputs
 
-    spec = spec_for(model, inputs, families=("matmul", "conv", "attention"))
+    spec = case_spec(model, inputs)
     ins = [make_inputs(spec, "cuda", seed) for seed in range(3)]
     ref_ns = {"torch": torch, "math": math}
     exec(compile(spec.reference, spec.reference_name, "exec"), ref_ns)  # noqa: S102
@@ -223,10 +236,7 @@ def run_case(label, model, inputs, flop, variants, reps) -> list[list[str]]:
     for name, overrides in variants:
         t0 = time.perf_counter()
         try:
-            with tiles(overrides):
-                src = generate_kernel(spec)
-            if src.skeleton:
-                raise RuntimeError("skeleton: " + "; ".join(src.notes))
+            src = variant_source(spec, overrides)
             ns = load_source(src)
             args = [launch_args(spec, ns, src.prepare_name, x) for x in ins]
             real = ns["torch"]
