@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|kernels|models|prepared|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|kernels|models|prepared|prepared-rows|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -65,6 +65,9 @@ for part in "$@"; do
              timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "group_norm,32768" \
                --variants default,gn1ww8,single32k_ww8 --budget 130 \
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -6 "$out/prepared_rows.txt" ;;
+    prepared-rows) # every row-wise case (softmax, norms, reductions) on 8 worker warps against its default
+             timeout ${VARIANTS_TIMEOUT:-200} python3 bench/variants_rowwise.py --variants default,ww8 --budget 180 \
+               > "$out/prepared_ww8.txt" 2> "$out/prepared_ww8.err"; tail -25 "$out/prepared_ww8.txt" | grep -v "=default$" ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;

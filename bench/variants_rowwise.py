@@ -60,6 +60,7 @@ VARIANTS = {
             "col_min_bi": 32, "col_max_single": 8192, "group_channel_rows": False, "lane_softmax": False},
     "unchecked": {"unchecked_exact": True},
     "nopersist": {"persistent": False},
+    "ww8": {"worker_warps": 8},  # @ct.kernel(num_worker_warps=8): two warp groups per block (session 8)
     "persistcol": {"persistent_col": True},  # column layouts (reduced middle dim) persistent too
     "colplain": {"persistent_col": False},  # column layouts one block per (row tile, inner window)
     "words": {"softmax_words": True},  # ragged single-tile softmax rows through int64 words (softmax_words.py)
@@ -126,7 +127,7 @@ VARIANTS = {
     "red8k": {"red_tile_elems": 8192},
     "red16k": {"red_tile_elems": 16384},
 }
-COMMON = ["default", "unchecked", "old", "nopersist", "persistcol", "colplain", "occ1", "occ4", "nohints", "tmastore", "lat3"]
+COMMON = ["default", "ww8", "unchecked", "old", "nopersist", "persistcol", "colplain", "occ1", "occ4", "nohints", "tmastore", "lat3"]
 
 
 def variants_for(label: str, family: str) -> list[str]:
