@@ -58,7 +58,7 @@ for part in "$@"; do
              # is checked against float64 before it is timed
              timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 120 -rfE -n 4 \
                tests/kernels/test_norm_group.py > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
-             for only in "mm 8192" "linear+gelu" "mm 4096" "sdpa" "conv2d 3x3" "conv2d 1x1"; do
+             for only in "mm 8192" "linear+gelu" "mm 4096" "bmm" "sdpa" "conv2d 3x3" "conv2d 1x1"; do
                timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_gemm.py --only "$only" --match "8 warps" \
                  >> "$out/prepared_gemm.txt" 2>> "$out/prepared_gemm.err"
              done; grep -E "^(mm|linear|sdpa|conv)" "$out/prepared_gemm.txt" | cut -c1-120
