@@ -43,7 +43,7 @@ CASES = [
       # compiler's warp count spills 130-520 registers per thread
       ("128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
       ("256x128x64 8 warps", {"mm_low": (256, 128, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
-      ("128x128x64 8 warps", {"mm_worker_warps": 8}),
+      ("128x128x64 8 warps", {"mm_worker_warps": 8, "mm_worker_warps_min_elems": 128 * 128}),
       ("128x256x64", {"mm_low": (128, 256, 64)}, X),  # 23.8 ms (session 8): the spill
       ("ctas=2", {"mm_num_ctas": 2}),
       ("persistent, 1 block/SM", {"mm_persistent": 1}),
@@ -93,7 +93,7 @@ CASES = [
       ("4 N tiles per block, occ=1", {"mm_one_step_n_tiles": 4, "mm_occupancy_one_step": 1}),
       ("4 N tiles per block, occ=3", {"mm_one_step_n_tiles": 4, "mm_occupancy_one_step": 3}),
       ("one step 128x256 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy_one_step": 1}),
-      ("4 N tiles per block, 8 warps", {"mm_worker_warps": 8})]),
+      ("4 N tiles per block, 8 warps", {"mm_worker_warps": 8, "mm_worker_warps_min_elems": 128 * 128})]),
     ("conv2d 3x3 32x256x56x56->256 bf16", _mod(f"self.c = nn.Conv2d(256, 256, 3, padding=1).to({BF})", "self.c(x)"),
      f"[torch.randn(32, 256, 56, 56, dtype={BF})]", 2 * 32 * 256 * 56 * 56 * 256 * 9,
      [("default", {}),

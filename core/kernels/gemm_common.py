@@ -49,6 +49,7 @@ TILES: dict[str, Any] = {
     # @ct.kernel(num_worker_warps=...) of the GEMMs (None: the compiler's; tileiras 13.4 takes 4 or 8): warps of
     # the warp-specialized kernel's compute warp groups, i.e. how many threads share the accumulator tile
     "mm_worker_warps": None,
+    "mm_worker_warps_min_elems": 128 * 256,  # ... for fp16/bf16 tiles with at least this many (BM x BN) elements
     # allow_tma on the output store (None = compiler's choice: staged through shared memory, TMA store)
     "mm_store_tma": None,
     # a bias broadcast along M or N starts the accumulator (True) instead of being added after the K loop (False;

@@ -307,6 +307,14 @@ def n_tiles_per_block(g: Gemm, bm: int, bn: int, bk: int, batch: int, low: bool)
     return nl
 
 
+def worker_warps_for(bm: int, bn: int, low: bool) -> int | None:
+    """TILES["mm_worker_warps"] for fp16/bf16 tiles of at least "mm_worker_warps_min_elems" accumulator elements
+    (the tiles that spill at the compiler's warp count); smaller tiles, e.g. the shrunk tiles of a mid-size
+    problem, keep the compiler's choice."""
+    warps = TILES["mm_worker_warps"]
+    return int(warps) if warps and low and bm * bn >= TILES["mm_worker_warps_min_elems"] else None
+
+
 def occupancy_for(K: int, bk: int, low: bool) -> int | None:
     """The occupancy hint of the table: its one-K-step entry when the whole K fits one step (fp16/bf16)."""
     if low and cdiv(K, bk) == 1:
@@ -598,7 +606,7 @@ class _Builder(SideOperands):
         consts = ["TRANS_A", "TRANS_B", "BM", "BN", "BK", "GROUP_M"]
         sig_params = params + [f"{c}: ct.Constant[{'bool' if c.startswith('TRANS') else 'int'}]" for c in consts]
         deco = kernel_decorator(occupancy_for(g.K, self.tile_k, self.low), TILES["mm_num_ctas"],
-                                TILES["mm_worker_warps"])
+                                worker_warps_for(self.tile_m, self.tile_n, self.low))
         head = [deco, f"def {kid}_kernel({', '.join(sig_params)}):",
                 f'    """{self.anchor.op} as a {"batched " if g.batch_shape else ""}GEMM: ({g.M} x {g.K}) @ '
                 f'({g.K} x {g.N}){f" x {prod(g.batch_shape)}" if g.batch_shape else ""}, fused epilogue."""']
@@ -661,6 +669,7 @@ class _Builder(SideOperands):
         code = kernel + "\n\n" + "\n".join(w) + "\n"
         notes = [f"tiles BM={self.tile_m} BN={self.tile_n} BK={self.tile_k}, GROUP_M={TILES['mm_group_m']}"
                  + (f", occupancy {occ}" if (occ := occupancy_for(g.K, self.tile_k, self.low)) else "")
+                 + (f", {ww} worker warps" if (ww := worker_warps_for(self.tile_m, self.tile_n, self.low)) else "")
                  + (", batch folded into M" if g.fold else "")
                  + (f", {self.n_loop} N tiles per block" if self.n_loop > 1 else "")
                  + ("; float32 operands use full-precision float32 mma (no TF32)" if not self.low else "")]

@@ -309,5 +309,20 @@ def test_worker_warps_let_a_128x256_tile_compile_without_spills(monkeypatch):
         (record,) = trace_launches(source, spec)
         frames[warps] = kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"]
     assert frames[None] > 0 and frames[8] == 0, frames
+    assert "8 worker warps" in source.notes[0]
     result = check_emulated(spec, source)
     assert result.ok, result.message
+
+
+def test_worker_warps_stay_off_for_small_tiles(monkeypatch):
+    """TILES["mm_worker_warps"] applies to tiles of at least mm_worker_warps_min_elems accumulator elements: a
+    128x256 table entry shrunk to fit a small problem, and float32 tiles, keep the compiler's warp count."""
+    from tilestudio.core.kernels import gemm_common, generate_kernel
+
+    monkeypatch.setitem(gemm_common.TILES, "mm_low", (128, 256, 64))
+    monkeypatch.setitem(gemm_common.TILES, "mm_worker_warps", 8)
+    small = generate_kernel(snippet_spec(_m("a @ b", "a, b"),
+                                         "[torch.randn(256, 512).half(), torch.randn(512, 256).half()]", FAMILY))
+    assert "num_worker_warps" not in small.code and "worker warps" not in small.notes[0], small.notes
+    f32 = generate_kernel(snippet_spec(*CASES["matmul_2d_unaligned"][:2], FAMILY))
+    assert "num_worker_warps" not in f32.code
