@@ -67,7 +67,9 @@ for part in "$@"; do
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -6 "$out/prepared_rows.txt" ;;
     prepared-rows) # every row-wise case (softmax, norms, reductions) on 8 worker warps against its default
              timeout ${VARIANTS_TIMEOUT:-200} python3 bench/variants_rowwise.py --variants default,ww8 --budget 180 \
-               > "$out/prepared_ww8.txt" 2> "$out/prepared_ww8.err"; tail -25 "$out/prepared_ww8.txt" | grep -v "=default$" ;;
+               > "$out/prepared_ww8.txt" 2> "$out/prepared_ww8.err"; tail -25 "$out/prepared_ww8.txt" | grep -v "=default$"
+             timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only cumsum --match "worker warps" \
+               > "$out/prepared_scan.txt" 2> "$out/prepared_scan.err"; tail -12 "$out/prepared_scan.txt" | cut -c1-120 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;

@@ -126,6 +126,7 @@ VARIANTS = {
                                               "scan_col_min_blocks": 1024}),
         ("bi 64, chunk 4096, >=2048 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
                                               "scan_col_min_blocks": 2048}),
+        ("bi 64, chunk 4096, >=512 blocks, 8 worker warps", {"worker_warps": 8}),
         ("bi 64, chunk 8192, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 8192,
                                               "scan_col_min_blocks": 1024}),
         ("bi 64, >=512 blocks, load latency 10", {"scan_latency": 10}),
@@ -141,12 +142,15 @@ VARIANTS = {
         ("chunk 4096, >=1024 blocks, plain loads", {"chunk_load_tma": False}),
         ("chunk 4096, >=1024 blocks, plain loads, latency 4", {"chunk_load_tma": False, "scan_latency": 4}),
         ("chunk 4096, >=1024 blocks, load latency 10", {"scan_latency": 10}),
+        # two warp groups per block (rowwise TUNING worker_warps): R255 -> R168 per thread in both kernels
+        ("chunk 4096, >=1024 blocks, 8 worker warps", {"worker_warps": 8}),
     ],
     "cumsum 4096x4096 fp32": [
         ("1 row x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 4096}),
         ("2 rows x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 8192}),
         ("2 chunks of 2048 + carry", {"scan_max_single": 2048, "scan_tile_elems": 2048, "scan_chunk_elems": 2048}),
         ("1 row x 4096 per tile, persistent", {"scan_persistent": True}),
+        ("1 row x 4096 per tile, 8 worker warps", {"worker_warps": 8}),
     ],
     # cross entropy, plain (N, C) logits: classes per chunk x rows per block
     "cross_entropy 4096x65536 bf16": [
@@ -202,6 +206,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default=None, help="substring of the case labels to run")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--match", default=None, help="only the current default and the variants naming this text")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench/variants_memory.py needs a CUDA GPU", file=sys.stderr)
@@ -227,6 +232,8 @@ def main() -> int:
         ceiling = None
         for name, overrides in variants:
             default = all(any(t.get(k) == v for t in _tables()) for k, v in overrides.items())
+            if args.match and not default and args.match not in name:
+                continue
             try:
                 status, ms, nbytes = run_variant(spec, overrides, args.reps)
                 if ceiling is None and nbytes:
