@@ -70,10 +70,11 @@ for part in "$@"; do
                > "$out/prepared_ww8.txt" 2> "$out/prepared_ww8.err"; tail -25 "$out/prepared_ww8.txt" | grep -v "=default$"
              timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only cumsum --match "worker warps" \
                > "$out/prepared_scan.txt" 2> "$out/prepared_scan.err"; tail -12 "$out/prepared_scan.txt" | cut -c1-120
-             for only in "max_pool2d 3x3/2" "pad 1,1"; do  # smaller blocks, where session 7's trend pointed
-               timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "$only" --match "smaller" \
-                 >> "$out/prepared_small.txt" 2>> "$out/prepared_small.err"
-             done; grep -E "smaller|\*|eager" "$out/prepared_small.txt" | cut -c1-120 ;;
+             for only in "max_pool2d 3x3/2:smaller" "pad 1,1:smaller" "adaptive_avg:bigger" "cross_entropy:bigger"; do
+               # block sizes one step further along session 7's measured trend
+               timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "${only%%:*}" --match "${only##*:}" \
+                 >> "$out/prepared_sizes.txt" 2>> "$out/prepared_sizes.err"
+             done; grep -E "smaller|bigger|\*|eager" "$out/prepared_sizes.txt" | cut -c1-120 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;
