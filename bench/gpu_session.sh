@@ -54,7 +54,8 @@ for part in "$@"; do
     prepared) # the knobs prepared in session 8, off by default, each spill-free in its sm_90 cubin (zero stack
              # frame, bench/sass_widths.py): num_worker_warps=8 for 128x256 / 256x128 GEMM tiles (cuBLAS's shape;
              # the compiler's warp count spills them: 23.8 ms), 128x128 / 128x64 flash-attention tiles, the
-             # implicit-GEMM convs, the one-tile group norm and the one-pass 32768-float softmax row. Each variant
+             # implicit-GEMM convs, the one-tile group norm, the one-pass 32768-float softmax row and the two-pass
+             # layer norm keeping half of each 65536-float row in registers (read 1.5x, not 2x). Each variant
              # is checked against float64 before it is timed
              timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 120 -rfE -n 4 \
                tests/kernels/test_norm_group.py > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
@@ -62,8 +63,8 @@ for part in "$@"; do
                timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_gemm.py --only "$only" --match "8 warps" \
                  >> "$out/prepared_gemm.txt" 2>> "$out/prepared_gemm.err"
              done; grep -E "^(mm|linear|sdpa|conv)" "$out/prepared_gemm.txt" | cut -c1-120
-             timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_rowwise.py --cases "group_norm,32768" \
-               --variants default,gn1ww8,single32k_ww8 --budget 130 \
+             timeout ${VARIANTS_TIMEOUT:-170} python3 bench/variants_rowwise.py --cases "group_norm,32768,layer_norm 2048" \
+               --variants default,gn1ww8,single32k_ww8,resident32k_ww8,resident16k,resident16k_ww8 --budget 150 \
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -6 "$out/prepared_rows.txt" ;;
     prepared-rows) # every row-wise case (softmax, norms, reductions) on 8 worker warps against its default
              timeout ${VARIANTS_TIMEOUT:-200} python3 bench/variants_rowwise.py --variants default,ww8 --budget 180 \

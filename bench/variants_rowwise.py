@@ -77,6 +77,11 @@ VARIANTS = {
     # a whole 32768 float32 row as one tile on 8 worker warps, one block per row: spill-free (R168, 132 KB of
     # shared memory) where single32k spills; one pass instead of two (session 8)
     "single32k_ww8": {"max_single": 32768, "worker_warps": 8, "persistent": False},
+    # two-pass norms keeping a row's first chunks in registers between the passes (read once): sm_90 spill-free
+    # for layer_norm 2048x65536 fp32 with 32768 floats on 8 worker warps (R168) and 16384 on 4 (R255)
+    "resident32k_ww8": {"norm_resident_elems": 32768, "worker_warps": 8},
+    "resident16k": {"norm_resident_elems": 16384},
+    "resident16k_ww8": {"norm_resident_elems": 16384, "worker_warps": 8},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
@@ -141,7 +146,8 @@ def variants_for(label: str, family: str) -> list[str]:
         names += ["words"]
     if "two-pass" in label:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
-            ["normchunk4k", "normchunk1k", "chunkocc4"] if "norm" in label else []) + (
+            ["resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k", "chunkocc4"]
+            if "norm" in label else []) + (
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["single32k_ww8", "lanesum", "single32k"] if "32768" in label else [])
     if "batch_norm" in label:

@@ -288,13 +288,15 @@ class _RowNorm:
             return "xs"
         return t
 
-    def accumulate_chunk(self, kern: Kernel, chunk: str) -> None:
+    def accumulate_chunk(self, kern: Kernel, chunk: str, t: str | None = None) -> None:
         """Fold one chunk into the running statistics (sum of squares; or count, mean and M2 merged with
-        Chan's formula); prologue outputs (a residual sum) are stored here, in the statistics pass."""
+        Chan's formula); prologue outputs (a residual sum) are stored here, in the statistics pass. `t`: the
+        chunk's tile when it is already loaded (a resident chunk, no prologue)."""
         k, L, ax = kern.body, self.L, self.L.axis
-        t, env, ctx = self.gen.load_tile(chunk, kern)
-        if self.pro_outs:
-            self.gen.store_outputs(env, chunk, self.pro_outs, kern)
+        if t is None:
+            t, env, ctx = self.gen.load_tile(chunk, kern)
+            if self.pro_outs:
+                self.gen.store_outputs(env, chunk, self.pro_outs, kern)
         xs = self.masked(k, t)
         if self.rms:
             k(f"ss = ss + ct.sum({xs} * {xs}, axis={ax}, keepdims=True)")
@@ -329,14 +331,15 @@ class _RowNorm:
         if not self.rms:
             k(f"nl = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
 
-    def accumulate_lanes(self, kern: Kernel, chunk: str) -> None:
+    def accumulate_lanes(self, kern: Kernel, chunk: str, t: str | None = None) -> None:
         """Fold one chunk into per-lane statistics without reducing: a sum of squares, or Welford's running
         mean and M2 per lane (every lane but the last chunk's padding sees one element per chunk, so the count
-        is one per-row value and its reciprocal is taken once per chunk)."""
+        is one per-row value and its reciprocal is taken once per chunk). `t` as in accumulate_chunk."""
         k, L = kern.body, self.L
-        t, env, ctx = self.gen.load_tile(chunk, kern)
-        if self.pro_outs:
-            self.gen.store_outputs(env, chunk, self.pro_outs, kern)
+        if t is None:
+            t, env, ctx = self.gen.load_tile(chunk, kern)
+            if self.pro_outs:
+                self.gen.store_outputs(env, chunk, self.pro_outs, kern)
         if self.rms:
             xs = self.masked(k, t)
             k(f"ssl = ssl + {xs} * {xs}")
@@ -370,6 +373,15 @@ class _RowNorm:
         k("dml = ml - mean")
         k(f"m2 = ct.sum(m2l + cntl * dml * dml, axis={ax}, keepdims=True)")
 
+    def resident_chunks(self) -> int:
+        """Chunks of a two-pass row held in registers from the statistics pass to the normalizing one
+        (TUNING["norm_resident_elems"] elements, whole chunks, fewer than all of them): those are read from
+        memory once. Only without a prologue (its intermediate tiles would have to stay resident too)."""
+        elems = TUNING["norm_resident_elems"]
+        if not elems or self.parts.prologue or self.L.nch < 2:
+            return 0
+        return min(self.L.nch - 1, int(elems) // self.L.chunk_elems)
+
     def init_stats(self, k: Code) -> None:
         for v in (("ss",) if self.rms else ("n", "mean", "m2")):
             k(f"{v} = ct.full({self.L.red_tile}, 0.0, dtype=ct.float32)")
@@ -399,20 +411,24 @@ class _RowNorm:
                 k(f"rstd = ct.rsqrt(var + {flit(self.eps)})")
             # the chunk is still in registers: normalize it without reloading
             self.finish_tile(kern, env, ctx, "0", t)
-        elif self.segments == 1 and self.lane_stats:
-            self.init_lane_stats(k)
-            with k.block(f"for c in range({L.nch}):"):
-                self.accumulate_lanes(kern, "c")
-            self.merge_lanes(k)
-            self.emit_rstd(k)
-            with k.block(f"for c in range({L.nch}):"):
-                self.normalize_and_store(kern, "c", skip=self.pro_outs)
         elif self.segments == 1:
-            self.init_stats(k)
-            with k.block(f"for c in range({L.nch}):"):
-                self.accumulate_chunk(kern, "c")
+            lanes = self.lane_stats
+            accumulate = self.accumulate_lanes if lanes else self.accumulate_chunk
+            (self.init_lane_stats if lanes else self.init_stats)(k)
+            kept = self.resident_chunks()
+            for i in range(kept):  # chunks kept in registers between the two passes: read once
+                t, _, _ = self.gen.load_tile(str(i), kern)
+                k(f"res{i} = {t}")
+                accumulate(kern, str(i), f"res{i}")
+            with k.block(f"for c in range({kept}, {L.nch}):" if kept else f"for c in range({L.nch}):"):
+                accumulate(kern, "c")
+            if lanes:
+                self.merge_lanes(k)
             self.emit_rstd(k)
-            with k.block(f"for c in range({L.nch}):"):
+            for i in range(kept):
+                ctx = self.gen.tile_ctx(str(i), kern)
+                self.finish_tile(kern, {self.parts.main: f"res{i}"}, ctx, str(i), f"res{i}")
+            with k.block(f"for c in range({kept}, {L.nch}):" if kept else f"for c in range({L.nch}):"):
                 self.normalize_and_store(kern, "c", skip=self.pro_outs)
         else:
             before, extra = self.emit_segment_stats()
@@ -425,6 +441,7 @@ class _RowNorm:
                 "instance": "instance_norm"}[self.kind]
         doc = (f"{', '.join(self.spec.operations)}: {what} of {self.shape} as rows {L.view_shape}, tile {L.tile}"
                + (", one pass" if L.nch == 1 else f", statistics then normalize over {L.nch} chunks")
+               + (f" ({kept} kept in registers)" if self.segments == 1 and (kept := self.resident_chunks()) else "")
                + (f" in {self.segments} segments per row" if self.segments > 1 else "")
                + (f", persistent grid of {L.grid()[0]} blocks" if L.persistent else ""))
         return self.gen.finish(doc, grid=grid, before=before, extra_lines=extra)

@@ -171,15 +171,21 @@ class SameShapeGen:
     def device(self) -> str:
         return first_tensor(self.spec).name
 
+    def tile_ctx(self, chunk: str, kernel: Kernel | None = None) -> TileCtx:
+        """Emit chunk coordinates; the context that loads side inputs (and the main input) for that chunk."""
+        kernel = kernel or self.kernel
+        self.L.emit_chunk_coords(kernel.body, chunk)
+        ctx = input_ctx(kernel, self.L, self.parts)
+        ctx.full_index = self.L.tile_index(chunk)
+        ctx.side_view = self.side_view
+        return ctx
+
     def load_tile(self, chunk: str, kernel: Kernel | None = None) -> tuple[str, dict[str, str], TileCtx]:
         """Emit chunk coordinates and the (prologue-transformed) float32 input tile (into `kernel`, by default
         this generator's kernel)."""
         kernel = kernel or self.kernel
-        k, L = kernel.body, self.L
-        L.emit_chunk_coords(k, chunk)
-        ctx = input_ctx(kernel, L, self.parts)
-        ctx.full_index = L.tile_index(chunk)
-        ctx.side_view = self.side_view
+        k = kernel.body
+        ctx = self.tile_ctx(chunk, kernel)
         if self.parts.prologue:
             env = emit_ops(self.parts.prologue, {}, lambda v: ctx.load(v, k), k)
             return as_float(env[self.parts.main], k), env, ctx

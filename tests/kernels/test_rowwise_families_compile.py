@@ -135,6 +135,22 @@ def test_persistent_single_tile_scans(monkeypatch):
                           occupancy_stacked=1)
 
 
+@pytest.mark.parametrize("resident", [4096, 1 << 20])
+@pytest.mark.parametrize("lanes", [False, True])
+def test_norm_chunks_kept_in_registers(resident, lanes, monkeypatch):
+    """TUNING["norm_resident_elems"]: the long two-pass norm variants keep their first chunks in registers from
+    the statistics pass to the normalizing one (all but one chunk when the budget exceeds the row), with either
+    statistics form; each compiles for sm_90 and matches the reference in the emulator. With one SM the long
+    rows take the one-block-per-row two-pass form instead of row segments."""
+    from tilestudio.core.kernels import norm, rowwise
+
+    monkeypatch.setattr(norm, "NUM_SM", 1)
+    monkeypatch.setattr(rowwise, "NUM_SM", 1)
+    kept = _emulate_where("norm", long_cases("norm"), "kept in registers", long=True, norm_resident_elems=resident,
+                          lane_norm=lanes)
+    assert kept, "no long norm variant kept chunks in registers"
+
+
 @pytest.mark.parametrize("family", ["softmax", "norm", "scan"])
 def test_plain_chunk_loads(family):
     """TUNING["chunk_load_tma"] = False: the chunk loops of the long (multi-chunk) variants load without TMA (no
