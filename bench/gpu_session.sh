@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|kernels|models|prepared|prepared-rows|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|kernels|models|prepared|prepared-norms|prepared-mem|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -52,27 +52,28 @@ for part in "$@"; do
                --gpu-jobs 4 --reps ${REPS:-20} --out-dir "$out/composed_models" --json "$out/bench_models.json" \
                > "$out/bench_models.txt" 2> "$out/bench_models.err"; tail -12 "$out/bench_models.txt" ;;
     prepared) # the knobs prepared in session 8, off by default, each spill-free in its sm_90 cubin (zero stack
-             # frame, bench/sass_widths.py): num_worker_warps=8 for 128x256 / 256x128 GEMM tiles (cuBLAS's shape;
-             # the compiler's warp count spills them: 23.8 ms), 128x128 / 128x64 flash-attention tiles, the
-             # implicit-GEMM convs, the one-tile group norm, the one-pass 32768-float softmax row and the two-pass
-             # layer norm keeping half of each 65536-float row in registers (read 1.5x, not 2x). Each variant
-             # is checked against float64 before it is timed
+             # frame, bench/sass_widths.py), in three parts of under ~8 minutes each, most promising first.
+             # Part 1, tensor cores: num_worker_warps=8 for 128x256 / 256x128 GEMM tiles (cuBLAS's shape; the
+             # compiler's warp count spills them: 23.8 ms), 128x128 / 128x64 flash-attention tiles, the
+             # implicit-GEMM convs. Each variant is checked against float64 before it is timed
+             for only in "mm 8192" "linear+gelu" "sdpa" "mm 4096" "bmm" "conv2d 3x3" "conv2d 1x1"; do
+               timeout ${VARIANTS_TIMEOUT:-75} python3 bench/variants_gemm.py --only "$only" --match "8 warps" \
+                 >> "$out/prepared_gemm.txt" 2>> "$out/prepared_gemm.err"
+             done; grep -E "^(mm|linear|sdpa|bmm|conv)" "$out/prepared_gemm.txt" | cut -c1-120 ;;
+    prepared-norms) # part 2: the one-tile group norm and one-pass 32768-float softmax row on 8 worker warps, the
+             # two-pass layer norm keeping half of each 65536-float row in registers (read 1.5x, not 2x); then
+             # every row-wise case on 8 worker warps against its default
              timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 120 -rfE -n 4 \
                tests/kernels/test_norm_group.py > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
-             for only in "mm 8192" "linear+gelu" "mm 4096" "bmm" "sdpa" "conv2d 3x3" "conv2d 1x1"; do
-               timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_gemm.py --only "$only" --match "8 warps" \
-                 >> "$out/prepared_gemm.txt" 2>> "$out/prepared_gemm.err"
-             done; grep -E "^(mm|linear|sdpa|conv)" "$out/prepared_gemm.txt" | cut -c1-120
              timeout ${VARIANTS_TIMEOUT:-170} python3 bench/variants_rowwise.py --cases "group_norm,32768,layer_norm 2048" \
                --variants default,gn1ww8,single32k_ww8,resident32k_ww8,resident16k,resident16k_ww8 --budget 150 \
-               > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -6 "$out/prepared_rows.txt" ;;
-    prepared-rows) # every row-wise case (softmax, norms, reductions) on 8 worker warps against its default
+               > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -6 "$out/prepared_rows.txt"
              timeout ${VARIANTS_TIMEOUT:-200} python3 bench/variants_rowwise.py --variants default,ww8 --budget 180 \
-               > "$out/prepared_ww8.txt" 2> "$out/prepared_ww8.err"; tail -25 "$out/prepared_ww8.txt" | grep -v "=default$"
+               > "$out/prepared_ww8.txt" 2> "$out/prepared_ww8.err"; tail -25 "$out/prepared_ww8.txt" | grep -v "=default$" ;;
+    prepared-mem) # part 3: cumsum on 8 worker warps; block sizes one step further along session 7's trends
              timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only cumsum --match "worker warps" \
                > "$out/prepared_scan.txt" 2> "$out/prepared_scan.err"; tail -12 "$out/prepared_scan.txt" | cut -c1-120
              for only in "max_pool2d 3x3/2:smaller" "pad 1,1:smaller" "adaptive_avg:bigger" "cross_entropy:bigger"; do
-               # block sizes one step further along session 7's measured trend
                timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "${only%%:*}" --match "${only##*:}" \
                  >> "$out/prepared_sizes.txt" 2>> "$out/prepared_sizes.err"
              done; grep -E "smaller|bigger|\*|eager" "$out/prepared_sizes.txt" | cut -c1-120 ;;
