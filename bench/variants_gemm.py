@@ -44,6 +44,8 @@ CASES = [
       ("128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
       ("256x128x64 8 warps", {"mm_low": (256, 128, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
       ("128x128x64 8 warps", {"mm_worker_warps": 8, "mm_worker_warps_min_elems": 128 * 128}),
+      ("persistent 128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1,
+                                         "mm_persistent": 1}),
       ("128x256x64", {"mm_low": (128, 256, 64)}, X),  # 23.8 ms (session 8): the spill
       ("ctas=2", {"mm_num_ctas": 2}),
       ("persistent, 1 block/SM", {"mm_persistent": 1}),
