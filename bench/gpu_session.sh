@@ -70,9 +70,17 @@ for part in "$@"; do
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -6 "$out/prepared_rows.txt"
              timeout ${VARIANTS_TIMEOUT:-200} python3 bench/variants_rowwise.py --variants default,ww8 --budget 180 \
                > "$out/prepared_ww8.txt" 2> "$out/prepared_ww8.err"; tail -25 "$out/prepared_ww8.txt" | grep -v "=default$" ;;
-    prepared-mem) # part 3: cumsum on 8 worker warps; block sizes one step further along session 7's trends
+    prepared-mem) # part 3: the one-pass look-back cumsum (its GPU test first: real concurrency; a hang is killed by
+             # the timeouts), cumsum on 8 worker warps; block sizes one step further along session 7's trends
+             timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE \
+               tests/kernels/test_scan_lookback_gpu.py > "$out/prepared_lookback.log" 2>&1
+             tail -1 "$out/prepared_lookback.log"; grep -E "^(FAILED|ERROR)" "$out/prepared_lookback.log" | cut -c1-200
+             if grep -q " passed" "$out/prepared_lookback.log" && ! grep -qE "failed|error" "$out/prepared_lookback.log"; then
+               timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "cumsum 64x" --match "lookback" \
+                 > "$out/prepared_scan.txt" 2> "$out/prepared_scan.err"; tail -8 "$out/prepared_scan.txt" | cut -c1-120
+             fi
              timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only cumsum --match "worker warps" \
-               > "$out/prepared_scan.txt" 2> "$out/prepared_scan.err"; tail -12 "$out/prepared_scan.txt" | cut -c1-120
+               >> "$out/prepared_scan.txt" 2>> "$out/prepared_scan.err"; tail -12 "$out/prepared_scan.txt" | cut -c1-120
              for only in "max_pool2d 3x3/2:smaller" "pad 1,1:smaller" "adaptive_avg:bigger" "cross_entropy:bigger"; do
                timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "${only%%:*}" --match "${only##*:}" \
                  >> "$out/prepared_sizes.txt" 2>> "$out/prepared_sizes.err"

@@ -153,6 +153,11 @@ VARIANTS = {
         ("chunk 4096, >=1024 blocks, load latency 10", {"scan_latency": 10}),
         # two warp groups per block (rowwise TUNING worker_warps): R255 -> R168 per thread in both kernels
         ("chunk 4096, >=1024 blocks, 8 worker warps", {"worker_warps": 8}),
+        # one pass (session 8): a block per chunk in ticket order, prefixes by decoupled look-back
+        ("one pass, chunk 4096 (lookback)", {"scan_lookback": True}),
+        ("one pass, chunk 8192 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 8192}),
+        ("one pass, chunk 8192, 8 worker warps (lookback)", {"scan_lookback": True, "scan_chunk_elems": 8192,
+                                                             "worker_warps": 8}),
     ],
     "cumsum 4096x4096 fp32": [
         ("1 row x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 4096}),

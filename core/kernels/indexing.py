@@ -116,6 +116,11 @@ MEMORY_TUNING: dict[str, Any] = {
     # hints (rowwise.Layout.persist). Not yet timed on a GPU
     "scan_persistent": False,
     "scan_max_segments": 64,
+    # long-row float cumsums in one pass with a decoupled look-back (scan.py _LookBack): one chunk per block in
+    # the order of an atomic ticket, each block publishing its chunk total, then its running prefix, as one
+    # 64-bit (flag, float32) word that later blocks of the row read back. Reads the input once (the segmented
+    # form reads it 1.5-2x). Compiled for sm_90 and emulated; not yet run on a GPU
+    "scan_lookback": False,
     # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile
     # H200, cross_entropy 4096x65536 bf16: 1024 x 4 rows 0.231 ms, 2048 x 2 0.246, 4096 x 1 row 0.198 (eager 0.452)
     "ce_cols": 4096,

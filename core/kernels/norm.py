@@ -467,15 +467,8 @@ class _RowNorm:
 
     def finish_tile(self, kern: Kernel, env, ctx, chunk: str, t: str, outs=None) -> None:
         """Normalize the loaded tile `t` with `mean`/`rstd`, run the epilogue, store `outs` (None: every output)."""
-        k = kern.body
         self.emit_normalized(kern, t, chunk)
-        env = dict(env)
-        env[self.parts.anchor.node] = "y"
-        for gv, idx in self.parts.getitems.items():
-            if idx == 0:
-                env[gv] = "y"
-        env = emit_ops(self.parts.epilogue, env, lambda v: ctx.load(v, k), k)
-        self.gen.store_outputs(env, chunk, outs, kern)
+        self.gen.finish_chunk(env, ctx, chunk, ["y"], outs, kern)
 
     # -- few long rows: per-segment statistics (kernel one), merged by every segment's block (kernel two)
     def stat_names(self) -> list[str]:

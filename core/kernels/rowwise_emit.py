@@ -192,6 +192,19 @@ class SameShapeGen:
         t = ctx.load(self.parts.main, k)
         return t, {self.parts.main: t}, ctx
 
+    def finish_chunk(self, env: dict[str, str], ctx: TileCtx, chunk: str, vals: list[str],
+                     which: set[str] | None = None, kernel: Kernel | None = None) -> None:
+        """The anchor's result tiles `vals` (its outputs in getitem order) through the epilogue, then stored."""
+        kernel = kernel or self.kernel
+        k = kernel.body
+        env = dict(env)
+        env[self.parts.anchor.node] = vals[0]
+        for gv, idx in self.parts.getitems.items():
+            if idx < len(vals):
+                env[gv] = vals[idx]
+        env = emit_ops(self.parts.epilogue, env, lambda v: ctx.load(v, k), k)
+        self.store_outputs(env, chunk, which, kernel)
+
     def store_outputs(self, env: dict[str, str], chunk: str, which: set[str] | None = None,
                       kernel: Kernel | None = None) -> None:
         kernel = kernel or self.kernel

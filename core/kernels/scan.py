@@ -13,8 +13,8 @@ from __future__ import annotations
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .indexing import MEMORY_TUNING
-from .rowwise import (FLOAT_DTYPES, NUM_SM, Kernel, SameShapeGen, cdiv, choose_tiles_full_row, decode, emit_ops,
-                      input_ctx, make_layout, norm_dims, pow2_floor, prod, split_spec)
+from .rowwise import (FLOAT_DTYPES, Kernel, SameShapeGen, cdiv, choose_tiles_full_row, decode, input_ctx,
+                      make_layout, norm_dims, pow2_floor, prod, split_spec)
 
 _KINDS = ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin")
 
@@ -59,6 +59,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     if layout.nch > 1:
         layout.latency = MEMORY_TUNING["scan_latency"]
     gen = SameShapeGen(spec, parts, layout)
+    if (MEMORY_TUNING["scan_lookback"] and kind == "cumsum" and acc == "ct.float32" and layout.kind == "row"
+            and layout.BO == 1 and layout.nch > 1):
+        return _LookBack(gen).emit(spec, dims, shape)
     if layout.nch == 1 and MEMORY_TUNING["scan_persistent"]:
         layout.persist(gen.kernel)  # one tile per row block: a persistent grid with the row kernels' hints
     segments = 1
@@ -238,13 +241,59 @@ class _Scan:
             k(f"carry = ct.extract({vals[0]}, {last}, shape={L.red_tile})")
             if len(vals) > 1:
                 k(f"carry_i = ct.extract({vals[1]}, {last}, shape={L.red_tile})")
-        env = dict(env)
-        anchor = gen.parts.anchor.node
-        env[anchor] = vals[0]
-        for gv, idx in gen.parts.getitems.items():
-            if idx < len(vals):
-                env[gv] = vals[idx]
-        env = emit_ops(gen.parts.epilogue, env, lambda v: ctx.load(v, k), k)
-        gen.store_outputs(env, chunk)
+        gen.finish_chunk(env, ctx, chunk, vals)
         if chunked:
             ctx_block.__exit__(None, None, None)
+
+
+class _LookBack:
+    """A long-row float cumsum in one pass (MEMORY_TUNING["scan_lookback"]): one chunk per block, taken in the
+    order of an atomic ticket (so every earlier chunk's block is already running: no block waits on one that
+    has not started). Each block scans its chunk, publishes the chunk total with flag 1, walks back over the
+    earlier chunks of its row adding their totals until one carries flag 2 (a running prefix, which ends the
+    walk), publishes its own running prefix with flag 2, then stores its chunk plus the prefix. Flag and float32
+    value travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes both and one atomic
+    read sees a consistent pair: no ordering between separate stores is needed. The row's first chunk publishes
+    flag 2 at once."""
+
+    def __init__(self, gen: SameShapeGen):
+        self.gen, self.L = gen, gen.L
+
+    def emit(self, spec: KernelSpec, dims, shape) -> KernelSource:
+        gen, L = self.gen, self.L
+        kern, k = gen.kernel, gen.kernel.body
+        nch, rows = L.nch, L.O
+        counter = kern.tensor("scan_ticket", "scan_ticket")
+        status = kern.tensor("scan_status", "scan_status")
+        relaxed = "memory_order=ct.MemoryOrder.RELAXED"
+        low32 = "4294967295"
+        k(f"tid = ct.atomic_add({counter}, 0, 1, {relaxed})")
+        k(f"pid = tid // {nch}")
+        k(f"c = tid % {nch}")
+        k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
+        t, env, ctx = gen.load_tile("c")
+        k(f"y = ct.cumsum({t}, axis=1)")
+        k(f"agg = ct.sum({t})")  # the last chunk's padding lanes count here, but no later chunk reads its total
+        k(f"word = (ct.where(c == 0, 2, 1).astype(ct.int64) << 32) | (ct.bitcast(agg, ct.int32).astype(ct.int64) "
+          f"& {low32})")
+        k(f"ct.atomic_xchg({status}, (pid, c), word, {relaxed})")
+        k("prefix = ct.full((), 0.0, dtype=ct.float32)")
+        k("j = c - 1")
+        with k.block("while j >= 0:"):
+            k(f"w = ct.atomic_add({status}, (pid, j), 0, {relaxed})")
+            k("flag = w >> 32")
+            k("ready = flag != 0")
+            k(f"prefix = prefix + ct.where(ready, ct.bitcast((w & {low32}).astype(ct.int32), ct.float32), 0.0)")
+            k("j = ct.where(flag == 2, -1, ct.where(ready, j - 1, j))")
+        with k.block("if c > 0:"):
+            k(f"word = (2 << 32) | (ct.bitcast(prefix + agg, ct.int32).astype(ct.int64) & {low32})")
+            k(f"ct.atomic_xchg({status}, (pid, c), word, {relaxed})")
+        k("y = y + prefix")
+        gen.finish_chunk(env, ctx, "c", ["y"])
+        dev = f"{gen.device}.device"
+        extra = [f"scan_ticket = torch.zeros((1,), dtype=torch.int32, device={dev})",
+                 f"scan_status = torch.zeros(({rows}, {nch}), dtype=torch.int64, device={dev})"]
+        doc = (f"{', '.join(spec.operations)}: cumsum along dim {dims} of {shape} as row {L.view_shape}, tile "
+               f"{L.tile}, {nch} chunks per row in one pass: a block per chunk in ticket order, prefixes by "
+               "decoupled look-back")
+        return gen.finish(doc, grid=(rows * nch,), extra_lines=extra)

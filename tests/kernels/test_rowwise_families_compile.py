@@ -123,6 +123,17 @@ def test_scan_load_latency_hint(monkeypatch):
     assert _emulate_where("scan", long_cases("scan"), "latency=10", long=True) >= 2
 
 
+def test_lookback_scans_in_one_pass(monkeypatch):
+    """MEMORY_TUNING["scan_lookback"]: long-row float cumsums (plain, with a fused prologue, exclusive) take the
+    one-pass decoupled look-back form (ticket-ordered chunks, 64-bit flag/value words); compiled for sm_90 and
+    matched to the reference in the emulator (which runs blocks in order, so the look-back finds each earlier
+    chunk's prefix published: it checks the arithmetic and indexing, the GPU tests the concurrency)."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback", True)
+    assert _emulate_where("scan", long_cases("scan"), "decoupled look-back", long=True) >= 2
+
+
 def test_persistent_single_tile_scans(monkeypatch):
     """MEMORY_TUNING["scan_persistent"]: single-tile scans loop over their row blocks in a persistent grid (one SM
     at occupancy 1 here, so every snippet of more than one block loops); compiled and emulated."""

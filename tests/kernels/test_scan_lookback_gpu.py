@@ -1,0 +1,35 @@
+"""The one-pass decoupled look-back cumsum (MEMORY_TUNING["scan_lookback"], off by default) on the GPU: long rows
+where thousands of chunk blocks run at once and really do find earlier chunks with only their totals published,
+fresh random inputs per seed, poisoned outputs, float64 references. (Its CPU test, in
+test_rowwise_families_compile.py, runs blocks one after another and so only checks the arithmetic.)"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+CASES = [  # name, forward, input shape, dtype
+    ("cumsum_long_rows", "torch.cumsum(x, -1)", (64, 1048576), "float32"),
+    ("cumsum_unaligned", "torch.cumsum(x, 1)", (7, 300001), "float32"),
+    ("cumsum_bf16_scaled", "torch.cumsum(x * 0.5, -1)", (33, 65536), "bfloat16"),
+    ("exclusive_cumsum", "torch.cumsum(x, -1) - x", (16, 200000), "float32"),
+]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("name,forward,shape,dtype", CASES, ids=[c[0] for c in CASES])
+def test_lookback_cumsum_on_gpu(name, forward, shape, dtype, seed, monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.checking import check_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    from .helpers_gemm import module_model, snippet_spec
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback", True)
+    s = ", ".join(map(str, shape))
+    spec = snippet_spec(module_model("", forward, "x"), f"[torch.randn({s}).to(torch.{dtype})]", "scan")
+    source = generate_kernel(spec)
+    assert "decoupled look-back" in source.notes[0], source.notes[0]
+    result = check_kernel(spec, source, seed=seed)
+    assert result.ok, f"{name} seed {seed}: {result.message}"
