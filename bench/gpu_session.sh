@@ -79,7 +79,7 @@ for part in "$@"; do
                tests/kernels/test_scan_lookback_gpu.py > "$out/prepared_lookback.log" 2>&1
              tail -1 "$out/prepared_lookback.log"; grep -E "^(FAILED|ERROR)" "$out/prepared_lookback.log" | cut -c1-200
              if grep -q " passed" "$out/prepared_lookback.log" && ! grep -qE "failed|error" "$out/prepared_lookback.log"; then
-               timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "cumsum 64x" --match "lookback" \
+               timeout ${VARIANTS_TIMEOUT:-150} python3 bench/variants_memory.py --only "cumsum" --match "lookback" \
                  > "$out/prepared_scan.txt" 2> "$out/prepared_scan.err"; tail -8 "$out/prepared_scan.txt" | cut -c1-120
              fi
              timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only cumsum --match "worker warps" \

@@ -136,6 +136,10 @@ VARIANTS = {
         ("bi 64, chunk 4096, >=2048 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
                                               "scan_col_min_blocks": 2048}),
         ("bi 64, chunk 4096, >=512 blocks, 8 worker warps", {"worker_warps": 8}),
+        # one pass (session 8): a block per (row, chunk) in ticket order, per-lane decoupled look-back
+        ("one pass, chunk 4096 (lookback)", {"scan_lookback": True}),
+        ("one pass, chunk 2048 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 2048}),
+        ("one pass, chunk 8192 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 8192}),
         ("bi 64, chunk 8192, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 8192,
                                               "scan_col_min_blocks": 1024}),
         ("bi 64, >=512 blocks, load latency 10", {"scan_latency": 10}),

@@ -59,8 +59,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     if layout.nch > 1:
         layout.latency = MEMORY_TUNING["scan_latency"]
     gen = SameShapeGen(spec, parts, layout)
-    if (MEMORY_TUNING["scan_lookback"] and kind == "cumsum" and acc == "ct.float32" and layout.kind == "row"
-            and layout.BO == 1 and layout.nch > 1):
+    if (MEMORY_TUNING["scan_lookback"] and kind == "cumsum" and acc == "ct.float32" and layout.BO == 1
+            and layout.nch > 1):
         return _LookBack(gen).emit(spec, dims, shape)
     if layout.nch == 1 and MEMORY_TUNING["scan_persistent"]:
         layout.persist(gen.kernel)  # one tile per row block: a persistent grid with the row kernels' hints
@@ -247,53 +247,94 @@ class _Scan:
 
 
 class _LookBack:
-    """A long-row float cumsum in one pass (MEMORY_TUNING["scan_lookback"]): one chunk per block, taken in the
-    order of an atomic ticket (so every earlier chunk's block is already running: no block waits on one that
-    has not started). Each block scans its chunk, publishes the chunk total with flag 1, walks back over the
-    earlier chunks of its row adding their totals until one carries flag 2 (a running prefix, which ends the
-    walk), publishes its own running prefix with flag 2, then stores its chunk plus the prefix. Flag and float32
-    value travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes both and one atomic
-    read sees a consistent pair: no ordering between separate stores is needed. The row's first chunk publishes
-    flag 2 at once."""
+    """A long float cumsum in one pass (MEMORY_TUNING["scan_lookback"]): one chunk per block, taken in the order
+    of an atomic ticket (so every earlier chunk's block is already running: no block waits on one that has not
+    started). Each block scans its chunk, publishes the chunk total with flag 1, walks back over the earlier
+    chunks of its scan line adding their totals until one carries flag 2 (a running prefix, which ends the walk),
+    publishes its own running prefix with flag 2, then stores its chunk plus the prefix. Flag and float32 value
+    travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes both and one atomic read sees
+    a consistent pair: no ordering between separate stores is needed. A scan line's first chunk publishes flag 2
+    at once. Rows (`row` layout): one scan line per block, scalar words. A scan over a middle dim (`col`): the
+    block's BI inner positions are BI scan lines, one word each, each lane walking back on its own."""
+
+    LOW32 = "4294967295"
+    RELAXED = "memory_order=ct.MemoryOrder.RELAXED"
 
     def __init__(self, gen: SameShapeGen):
         self.gen, self.L = gen, gen.L
+        self.col = gen.L.kind == "col"
+
+    def emit_coords(self, k, counter: str) -> None:
+        L, nch = self.L, self.L.nch
+        k(f"tid = ct.atomic_add({counter}, 0, 1, {self.RELAXED})")
+        k(f"c = tid % {nch}")
+        if self.col:
+            ni = cdiv(L.I, L.BI)
+            k(f"pid_i = (tid // {nch}) % {ni}" if ni > 1 else "pid_i = 0")
+            k(f"pid = tid // {nch * ni}")
+            k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None, None]")
+            k(f"inner = pid_i * {L.BI} + ct.arange({L.BI}, dtype=ct.int32)[None, None, :]")
+            k(f"lane = pid_i * {L.BI} + ct.arange({L.BI}, dtype=ct.int32)")
+        else:
+            k(f"pid = tid // {nch}")
+            k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
+
+    def word(self, flag: str, value: str) -> str:
+        return f"({flag} << 32) | (ct.bitcast({value}, ct.int32).astype(ct.int64) & {self.LOW32})"
+
+    def emit_look_back(self, k, status: str) -> str:
+        """Publish the chunk total, walk back, publish the running prefix; returns the prefix to add to y."""
+        L, low, rel = self.L, self.LOW32, self.RELAXED
+        val = f"ct.bitcast((w & {low}).astype(ct.int32), ct.float32)"
+        first = "ct.where(c == 0, 2, 1).astype(ct.int64)"
+        if not self.col:
+            k(f"ct.atomic_xchg({status}, (pid, c), {self.word(first, 'agg')}, {rel})")
+            k("prefix = ct.full((), 0.0, dtype=ct.float32)")
+            k("j = c - 1")
+            with k.block("while j >= 0:"):
+                k(f"w = ct.atomic_add({status}, (pid, j), 0, {rel})")
+                k("flag = w >> 32")
+                k("ready = flag != 0")
+                k(f"prefix = prefix + ct.where(ready, {val}, 0.0)")
+                k("j = ct.where(flag == 2, -1, ct.where(ready, j - 1, j))")
+            with k.block("if c > 0:"):
+                k(f"ct.atomic_xchg({status}, (pid, c), {self.word('2', 'prefix + agg')}, {rel})")
+            return "prefix"
+        BI = L.BI
+        k(f"ct.atomic_xchg({status}, (pid, c, lane), {self.word(first, 'agg')}, {rel})")
+        k(f"prefix = ct.full(({BI},), 0.0, dtype=ct.float32)")
+        k(f"j = ct.full(({BI},), 0, dtype=ct.int32) + (c - 1)")
+        with k.block("while ct.max(j) >= 0:"):  # lanes done (j = -1) re-read chunk 0 harmlessly
+            k(f"w = ct.atomic_add({status}, (pid, ct.maximum(j, 0), lane), 0, {rel})")
+            k("flag = w >> 32")
+            k("active = j >= 0")
+            k("ready = (flag != 0) & active")
+            k(f"prefix = prefix + ct.where(ready, {val}, 0.0)")
+            k("j = ct.where(active, ct.where(flag == 2, -1, ct.where(ready, j - 1, j)), j)")
+        with k.block("if c > 0:"):
+            k(f"ct.atomic_xchg({status}, (pid, c, lane), {self.word('2', 'prefix + agg')}, {rel})")
+        return f"ct.reshape(prefix, (1, 1, {BI}))"
 
     def emit(self, spec: KernelSpec, dims, shape) -> KernelSource:
         gen, L = self.gen, self.L
         kern, k = gen.kernel, gen.kernel.body
-        nch, rows = L.nch, L.O
+        nch = L.nch
         counter = kern.tensor("scan_ticket", "scan_ticket")
         status = kern.tensor("scan_status", "scan_status")
-        relaxed = "memory_order=ct.MemoryOrder.RELAXED"
-        low32 = "4294967295"
-        k(f"tid = ct.atomic_add({counter}, 0, 1, {relaxed})")
-        k(f"pid = tid // {nch}")
-        k(f"c = tid % {nch}")
-        k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
+        self.emit_coords(k, counter)
         t, env, ctx = gen.load_tile("c")
-        k(f"y = ct.cumsum({t}, axis=1)")
-        k(f"agg = ct.sum({t})")  # the last chunk's padding lanes count here, but no later chunk reads its total
-        k(f"word = (ct.where(c == 0, 2, 1).astype(ct.int64) << 32) | (ct.bitcast(agg, ct.int32).astype(ct.int64) "
-          f"& {low32})")
-        k(f"ct.atomic_xchg({status}, (pid, c), word, {relaxed})")
-        k("prefix = ct.full((), 0.0, dtype=ct.float32)")
-        k("j = c - 1")
-        with k.block("while j >= 0:"):
-            k(f"w = ct.atomic_add({status}, (pid, j), 0, {relaxed})")
-            k("flag = w >> 32")
-            k("ready = flag != 0")
-            k(f"prefix = prefix + ct.where(ready, ct.bitcast((w & {low32}).astype(ct.int32), ct.float32), 0.0)")
-            k("j = ct.where(flag == 2, -1, ct.where(ready, j - 1, j))")
-        with k.block("if c > 0:"):
-            k(f"word = (2 << 32) | (ct.bitcast(prefix + agg, ct.int32).astype(ct.int64) & {low32})")
-            k(f"ct.atomic_xchg({status}, (pid, c), word, {relaxed})")
-        k("y = y + prefix")
+        k(f"y = ct.cumsum({t}, axis={L.axis})")
+        # chunk totals (the last chunk's padding lanes count here, but no later chunk reads its total)
+        k(f"agg = ct.reshape(ct.sum({t}, axis=1), ({L.BI},))" if self.col else f"agg = ct.sum({t})")
+        prefix = self.emit_look_back(k, status)
+        k(f"y = y + {prefix}")
         gen.finish_chunk(env, ctx, "c", ["y"])
         dev = f"{gen.device}.device"
+        lines = L.O * (cdiv(L.I, L.BI) if self.col else 1)
+        words = f"({L.O}, {nch}, {cdiv(L.I, L.BI) * L.BI})" if self.col else f"({L.O}, {nch})"
         extra = [f"scan_ticket = torch.zeros((1,), dtype=torch.int32, device={dev})",
-                 f"scan_status = torch.zeros(({rows}, {nch}), dtype=torch.int64, device={dev})"]
-        doc = (f"{', '.join(spec.operations)}: cumsum along dim {dims} of {shape} as row {L.view_shape}, tile "
-               f"{L.tile}, {nch} chunks per row in one pass: a block per chunk in ticket order, prefixes by "
+                 f"scan_status = torch.zeros({words}, dtype=torch.int64, device={dev})"]
+        doc = (f"{', '.join(spec.operations)}: cumsum along dim {dims} of {shape} as {L.kind} {L.view_shape}, tile "
+               f"{L.tile}, {nch} chunks per scan line in one pass: a block per chunk in ticket order, prefixes by "
                "decoupled look-back")
-        return gen.finish(doc, grid=(rows * nch,), extra_lines=extra)
+        return gen.finish(doc, grid=(lines * nch,), extra_lines=extra)

@@ -1,5 +1,5 @@
-"""The one-pass decoupled look-back cumsum (MEMORY_TUNING["scan_lookback"], off by default) on the GPU: long rows
-where thousands of chunk blocks run at once and really do find earlier chunks with only their totals published,
+"""The one-pass decoupled look-back cumsum (MEMORY_TUNING["scan_lookback"], off by default) on the GPU: long scan
+lines (rows, or inner positions of a middle-dim scan) where thousands of chunk blocks run at once and really do find earlier chunks with only their totals published,
 fresh random inputs per seed, poisoned outputs, float64 references. (Its CPU test, in
 test_rowwise_families_compile.py, runs blocks one after another and so only checks the arithmetic.)"""
 
@@ -14,6 +14,9 @@ CASES = [  # name, forward, input shape, dtype
     ("cumsum_unaligned", "torch.cumsum(x, 1)", (7, 300001), "float32"),
     ("cumsum_bf16_scaled", "torch.cumsum(x * 0.5, -1)", (33, 65536), "bfloat16"),
     ("exclusive_cumsum", "torch.cumsum(x, -1) - x", (16, 200000), "float32"),
+    # over a middle dim: a block's inner positions are scan lines of their own, each lane walking back
+    ("cumsum_inner_dim", "torch.cumsum(x, 1)", (64, 4096, 64), "bfloat16"),
+    ("cumsum_dim0_unaligned", "torch.cumsum(x, 0)", (20001, 3, 5), "float32"),
 ]
 
 
