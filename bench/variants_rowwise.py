@@ -82,6 +82,9 @@ VARIANTS = {
     "resident32k_ww8": {"norm_resident_elems": 32768, "worker_warps": 8},
     "resident16k": {"norm_resident_elems": 16384},
     "resident16k_ww8": {"norm_resident_elems": 16384, "worker_warps": 8},
+    # two-pass softmax rows likewise (scale+softmax 4096x32768 fp32: 4 or 7 of 8 chunks kept, spill-free on 8 warps)
+    "sresident16k_ww8": {"softmax_resident_elems": 16384, "worker_warps": 8},
+    "sresident28k_ww8": {"softmax_resident_elems": 28672, "worker_warps": 8},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
@@ -149,7 +152,8 @@ def variants_for(label: str, family: str) -> list[str]:
             ["resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k", "chunkocc4"]
             if "norm" in label else []) + (
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
-            ["single32k_ww8", "lanesum", "single32k"] if "32768" in label else [])
+            ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
+            else [])
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]
     if "inner dim" in label:

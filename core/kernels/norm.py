@@ -376,9 +376,9 @@ class _RowNorm:
     def resident_chunks(self) -> int:
         """Chunks of a two-pass row held in registers from the statistics pass to the normalizing one
         (TUNING["norm_resident_elems"] elements, whole chunks, fewer than all of them): those are read from
-        memory once. Only without a prologue (its intermediate tiles would have to stay resident too)."""
+        memory once; the kept tile is the prologue's result (SameShapeGen.resident_ok)."""
         elems = TUNING["norm_resident_elems"]
-        if not elems or self.parts.prologue or self.L.nch < 2:
+        if not elems or not self.gen.resident_ok() or self.L.nch < 2:
             return 0
         return min(self.L.nch - 1, int(elems) // self.L.chunk_elems)
 

@@ -138,6 +138,8 @@ TUNING = {
     # layer_norm 2048x65536 fp32 reads 2 x 256 KB per row now, 0.63 of a copy (0.67 is that traffic's ceiling);
     # keeping 32768 floats (with worker_warps 8) makes it 1.5 reads, a 0.8 ceiling. Not yet timed on a GPU
     "norm_resident_elems": None,
+    # the same for two-pass softmax rows (online max / sum pass, then the normalizing pass)
+    "softmax_resident_elems": None,
 }
 
 

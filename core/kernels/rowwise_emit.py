@@ -192,6 +192,16 @@ class SameShapeGen:
         t = ctx.load(self.parts.main, k)
         return t, {self.parts.main: t}, ctx
 
+    def resident_ok(self) -> bool:
+        """Whether a chunk's (prologue-transformed) input tile alone can stand for the chunk in a second pass: no
+        prologue, or one whose values are neither stored nor read by the epilogue (then the epilogue's
+        environment needs only the anchor's result)."""
+        parts = self.parts
+        if not parts.prologue:
+            return True
+        stored = {t.graph_value for _, t in self.out_views} & parts.prologue_values
+        return not stored and not parts.epilogue
+
     def finish_chunk(self, env: dict[str, str], ctx: TileCtx, chunk: str, vals: list[str],
                      which: set[str] | None = None, kernel: Kernel | None = None) -> None:
         """The anchor's result tiles `vals` (its outputs in getitem order) through the epilogue, then stored."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported
 from .expr_math import fast_exp
-from .rowwise import (TUNING, SameShapeGen, choose_tiles_full_row, decode, emit_ops, make_layout, norm_dims, split_spec)
+from .rowwise import TUNING, SameShapeGen, choose_tiles_full_row, decode, make_layout, norm_dims, split_spec
 from .softmax_words import generate_words, words_fit
 
 _OPS = {"softmax": (False, False), "_softmax": (False, False), "_safe_softmax": (False, True),
@@ -38,6 +38,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     what = "log_softmax" if log else "softmax"
     doc = (f"{', '.join(spec.operations)}: {what} over dim {dims} of {shape} as {layout.kind} {layout.view_shape}, "
            f"tile {layout.tile}" + (", one pass" if layout.nch == 1 else f", two passes over {layout.nch} chunks")
+           + (f" ({kept} kept in registers)" if (kept := g.resident_chunks()) else "")
            + (f", persistent grid of {layout.grid()[0]} blocks" if layout.persistent else ""))
     return gen.finish(doc)
 
@@ -64,18 +65,15 @@ class _Softmax:
 
     def finish_tile(self, env, ctx, chunk: str, xs: str, row_max: str, row_sum: str,
                     skip: set[str] = frozenset(), exps: str | None = None) -> None:
-        k, L = self.k, self.L
+        k = self.k
         if self.log:
             k(f"y = {xs} - {row_max} - ct.log({row_sum})")
         else:
             k(f"y = {exps or _exp(f'{xs} - {row_max}')} * (1.0 / {row_sum})")
             if self.safe:
                 k(f"y = ct.where({row_sum} == 0.0, 0.0, y)")
-        env = dict(env)
-        env[self.gen.parts.anchor.node] = "y"
-        env = emit_ops(self.gen.parts.epilogue, env, lambda v: ctx.load(v, k), k)
         outs = {t.graph_value for _, t in self.gen.out_views} - skip
-        self.gen.store_outputs(env, chunk, outs)
+        self.gen.finish_chunk(env, ctx, chunk, ["y"], outs)
 
     def row_max(self, m: str) -> str:
         # a row of -inf: torch gives NaN for softmax (exp(-inf - -inf)); _safe_softmax gives zeros
@@ -101,20 +99,42 @@ class _Softmax:
         k(f"m = ct.full({L.red_tile}, -math.inf, dtype=ct.float32)")
         # lane-wise: the sum of exp stays per lane (rescaled by the row's max growth) and is reduced once
         k(f"s{'l' if lanes else ''} = ct.full({L.tile if lanes else L.red_tile}, 0.0, dtype=ct.float32)")
-        with k.block(f"for c in range({L.nch}):"):
+        kept = self.resident_chunks()
+        for i in range(kept):  # chunks kept in registers between the two passes: read once
+            xs, _, _ = self.masked_input(str(i))
+            k(f"res{i} = {xs}")
+            self.accumulate(f"res{i}", lanes)
+        with k.block(f"for c in range({kept}, {L.nch}):" if kept else f"for c in range({L.nch}):"):
             xs, env, ctx = self.masked_input("c")
             if pro_outs:
                 self.gen.store_outputs(env, "c", pro_outs)
-            k(f"m_new = ct.maximum(m, ct.max({xs}, axis={ax}, keepdims=True))")
-            k("m_ref = ct.where(m_new == -math.inf, 0.0, m_new)")
-            if lanes:
-                k(f"sl = sl * {_exp('m - m_ref')} + {_exp(f'{xs} - m_ref')}")
-            else:
-                k(f"s = s * {_exp('m - m_ref')} + ct.sum({_exp(f'{xs} - m_ref')}, axis={ax}, keepdims=True)")
-            k("m = m_new")
+            self.accumulate(xs, lanes)
         if lanes:
             k(f"s = ct.sum(sl, axis={ax}, keepdims=True)")
         m = self.row_max("m")
-        with k.block(f"for c in range({L.nch}):"):
+        for i in range(kept):
+            ctx = self.gen.tile_ctx(str(i))
+            self.finish_tile({self.gen.parts.main: f"res{i}"}, ctx, str(i), f"res{i}", m, "s", skip=pro_outs)
+        with k.block(f"for c in range({kept}, {L.nch}):" if kept else f"for c in range({L.nch}):"):
             xs, env, ctx = self.masked_input("c")
             self.finish_tile(env, ctx, "c", xs, m, "s", skip=pro_outs)
+
+    def accumulate(self, xs: str, lanes: bool) -> None:
+        """Fold a chunk into the running row max and (rescaled) sum of exponentials."""
+        k, ax = self.k, self.L.axis
+        k(f"m_new = ct.maximum(m, ct.max({xs}, axis={ax}, keepdims=True))")
+        k("m_ref = ct.where(m_new == -math.inf, 0.0, m_new)")
+        if lanes:
+            k(f"sl = sl * {_exp('m - m_ref')} + {_exp(f'{xs} - m_ref')}")
+        else:
+            k(f"s = s * {_exp('m - m_ref')} + ct.sum({_exp(f'{xs} - m_ref')}, axis={ax}, keepdims=True)")
+        k("m = m_new")
+
+    def resident_chunks(self) -> int:
+        """Chunks of a two-pass row kept in registers (TUNING["softmax_resident_elems"] elements, whole chunks,
+        fewer than all); the kept tile is the prologue's result (SameShapeGen.resident_ok)."""
+        elems = TUNING["softmax_resident_elems"]
+        if not elems or not self.gen.resident_ok() or self.L.nch < 2:
+            return 0
+        L = self.L
+        return min(L.nch - 1, int(elems) // (L.BO * L.BR * L.BI))  # BI = 1 for rows

@@ -162,6 +162,16 @@ def test_norm_chunks_kept_in_registers(resident, lanes, monkeypatch):
     assert kept, "no long norm variant kept chunks in registers"
 
 
+@pytest.mark.parametrize("resident,lanes", [(4096, True), (16384, False)])
+def test_softmax_chunks_kept_in_registers(resident, lanes):
+    """TUNING["softmax_resident_elems"]: the long two-pass softmax variants (rows, an inner dim, a masked_fill
+    prologue) keep their first chunks in registers between the max/sum pass and the normalizing one; compiled
+    for sm_90 and matched to the reference in the emulator."""
+    kept = _emulate_where("softmax", long_cases("softmax"), "kept in registers", long=True,
+                          softmax_resident_elems=resident, lane_softmax=lanes)
+    assert kept >= 2, f"{kept} long softmax variants kept chunks in registers"
+
+
 @pytest.mark.parametrize("family", ["softmax", "norm", "scan"])
 def test_plain_chunk_loads(family):
     """TUNING["chunk_load_tma"] = False: the chunk loops of the long (multi-chunk) variants load without TMA (no
