@@ -162,6 +162,26 @@ def test_norm_chunks_kept_in_registers(resident, lanes, monkeypatch):
     assert kept, "no long norm variant kept chunks in registers"
 
 
+def test_chunks_kept_in_registers_after_a_prologue(monkeypatch):
+    """A prologue whose values are neither stored nor read by the epilogue (layer_norm(2x + 1), softmax(x / 8))
+    keeps its transformed chunks; compiled for sm_90 and emulated."""
+    from tilestudio.core.kernels import generate_kernel, norm, rowwise
+    from tilestudio.core.kernels.rowwise import tuned
+
+    from .helpers_gemm import module_model, snippet_spec
+
+    monkeypatch.setattr(norm, "NUM_SM", 1)
+    monkeypatch.setattr(rowwise, "NUM_SM", 1)
+    for family, init, forward in [("norm", "self.n = nn.LayerNorm(20000)", "self.n(x * 2.0 + 1.0)"),
+                                  ("softmax", "", "torch.softmax(x * 0.125, -1)")]:
+        spec = snippet_spec(module_model(init, forward, "x"), "[torch.randn(3, 20000)]", family)
+        with tuned(norm_resident_elems=8192, softmax_resident_elems=8192):
+            assert "kept in registers" in generate_kernel(spec).code, forward
+            source = compile_spec(spec, ("sm_90",))
+        result = check_emulated(spec, source)
+        assert result.ok, f"{forward}: {result.message}"
+
+
 @pytest.mark.parametrize("resident,lanes", [(4096, True), (16384, False)])
 def test_softmax_chunks_kept_in_registers(resident, lanes):
     """TUNING["softmax_resident_elems"]: the long two-pass softmax variants (rows, an inner dim, a masked_fill
