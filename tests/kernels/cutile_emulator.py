@@ -125,14 +125,33 @@ def function(fn=None, **opts):
     return fn if fn is not None else (lambda f: f)
 
 
+# Atomic exchanges that raise a 64-bit look-back word from flag 1 (a chunk total) to flag 2 (a running prefix)
+# take effect only after this many later blocks have run (0: at once). Blocks still run one at a time, but a
+# look-back then meets chunks that have published only their totals and must walk past them, as on a GPU.
+DEFER_PREFIX_BLOCKS = 0
+_deferred: list = []  # (blocks left, array, index tuple, lanes raised, their new words)
+
+
+def _flush_deferred(all_of_them: bool = False) -> None:
+    keep = []
+    for left, array, where, raised, words in _deferred:
+        if all_of_them or left <= 0:
+            array[where] = torch.where(raised, words, array[where])
+        else:
+            keep.append((left - 1, array, where, raised, words))
+    _deferred[:] = keep
+
+
 def launch(stream, grid, kern, args):
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     _state.grid = grid
     for z in range(grid[2]):
         for y in range(grid[1]):
             for x in range(grid[0]):
+                _flush_deferred()
                 _state.bid = (x, y, z)
                 kern._pyfunc(*args)
+    _flush_deferred(all_of_them=True)
 
 
 def bid(axis: int) -> int:
@@ -322,7 +341,21 @@ def _atomic(update_fn):
 
 
 atomic_add = _atomic(lambda old, v: old + v)
-atomic_xchg = _atomic(lambda old, v: v)
+_atomic_xchg_now = _atomic(lambda old, v: v)
+
+
+def atomic_xchg(array, indices, update, **kw):
+    """Exchange; with DEFER_PREFIX_BLOCKS, a flag 1 -> 2 raise of an int64 look-back word is applied later."""
+    old = _atomic_xchg_now(array, indices, update, **kw)
+    if DEFER_PREFIX_BLOCKS and array.dtype == torch.int64:
+        _, _, safe = _gather_index(array, indices)
+        where = tuple(safe)
+        new = array[where].clone()
+        raised = ((old >> 32) == 1) & ((new >> 32) == 2)
+        if bool(raised.any()):
+            array[where] = torch.where(raised, old, new)  # still the chunk total, for now
+            _deferred.append((DEFER_PREFIX_BLOCKS, array, where, raised, new))
+    return old
 atomic_max = _atomic(lambda old, v: torch.maximum(old, v))
 atomic_min = _atomic(lambda old, v: torch.minimum(old, v))
 atomic_cas = _atomic(lambda old, expected, desired: torch.where(old == expected, desired, old))

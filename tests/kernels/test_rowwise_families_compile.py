@@ -134,6 +134,20 @@ def test_lookback_scans_in_one_pass(monkeypatch):
     assert _emulate_where("scan", long_cases("scan"), "decoupled look-back", long=True) >= 3
 
 
+@pytest.mark.parametrize("defer", [1, 3])
+def test_lookback_walks_past_chunks_with_only_their_totals(defer, monkeypatch):
+    """The emulator holds back each block's running-prefix publication for `defer` later blocks, so look-backs
+    meet chunks that have published only their totals (flag 1) and must add them and walk further back, as
+    concurrent blocks do on a GPU; the scans still match the reference."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    from . import cutile_emulator
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback", True)
+    monkeypatch.setattr(cutile_emulator, "DEFER_PREFIX_BLOCKS", defer)
+    assert _emulate_where("scan", long_cases("scan"), "decoupled look-back", long=True) >= 3
+
+
 def test_persistent_single_tile_scans(monkeypatch):
     """MEMORY_TUNING["scan_persistent"]: single-tile scans loop over their row blocks in a persistent grid (one SM
     at occupancy 1 here, so every snippet of more than one block loops); compiled and emulated."""
