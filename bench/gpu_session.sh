@@ -63,12 +63,12 @@ for part in "$@"; do
     prepared-norms) # part 2: the one-tile group norm and one-pass 32768-float softmax row on 8 worker warps, the
              # two-pass layer norm keeping half of each 65536-float row in registers (read 1.5x, not 2x); then
              # every row-wise case on 8 worker warps against its default
-             timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 120 -rfE -n 4 \
+             timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 100 -rfE -n 4 \
                tests/kernels/test_norm_group.py > "$out/prepared_tests.log" 2>&1; tail -1 "$out/prepared_tests.log"
              timeout ${VARIANTS_TIMEOUT:-170} python3 bench/variants_rowwise.py --cases "group_norm,32768,layer_norm 2048" \
                --variants default,gn1ww8,single32k_ww8,sresident28k_ww8,resident32k_ww8,resident16k,resident16k_ww8,sresident16k_ww8 --budget 150 \
                > "$out/prepared_rows.txt" 2> "$out/prepared_rows.err"; tail -6 "$out/prepared_rows.txt"
-             timeout ${VARIANTS_TIMEOUT:-200} python3 bench/variants_rowwise.py --variants default,ww8 --budget 180 \
+             timeout ${VARIANTS_TIMEOUT:-170} python3 bench/variants_rowwise.py --variants default,ww8occ1 --budget 150 \
                > "$out/prepared_ww8.txt" 2> "$out/prepared_ww8.err"; tail -25 "$out/prepared_ww8.txt" | grep -v "=default$"
              # ragged 1000-class softmax rows (0.67-0.74 of copy): TMA stores clip the 24 padding columns in hardware
              timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_rowwise.py --cases "1000" --variants default,tmastore \

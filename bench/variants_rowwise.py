@@ -61,6 +61,9 @@ VARIANTS = {
     "unchecked": {"unchecked_exact": True},
     "nopersist": {"persistent": False},
     "ww8": {"worker_warps": 8},  # @ct.kernel(num_worker_warps=8): two warp groups per block (session 8)
+    # ... at one block per SM: the persistent kernels' occupancy hints (2, 4) would cap registers at 80 / 40 and
+    # spill (layer_norm 8192^2 fp32 16 bytes, group_norm+silu 80 bytes per thread, sm_90 cubins)
+    "ww8occ1": {"worker_warps": 8, "occupancy": 1, "occupancy_stacked": 1, "chunked_occupancy": None},
     "persistcol": {"persistent_col": True},  # column layouts (reduced middle dim) persistent too
     "colplain": {"persistent_col": False},  # column layouts one block per (row tile, inner window)
     "words": {"softmax_words": True},  # ragged single-tile softmax rows through int64 words (softmax_words.py)
@@ -135,7 +138,7 @@ VARIANTS = {
     "red8k": {"red_tile_elems": 8192},
     "red16k": {"red_tile_elems": 16384},
 }
-COMMON = ["default", "ww8", "unchecked", "old", "nopersist", "persistcol", "colplain", "occ1", "occ4", "nohints", "tmastore", "lat3"]
+COMMON = ["default", "ww8", "ww8occ1", "unchecked", "old", "nopersist", "persistcol", "colplain", "occ1", "occ4", "nohints", "tmastore", "lat3"]
 
 
 def variants_for(label: str, family: str) -> list[str]:
