@@ -143,7 +143,7 @@ COMMON = ["default", "ww8", "ww8occ1", "unchecked", "old", "nopersist", "persist
 
 def variants_for(label: str, family: str) -> list[str]:
     if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
-        return ["default", "gn1ww8", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
+        return ["default", "gn1ww8", "ww8occ1", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
                 "chunkldg_occ4", "chunkldg_lat"]
     names = list(COMMON)
     if family in ("softmax", "norm"):
