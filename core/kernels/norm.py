@@ -291,7 +291,7 @@ class _RowNorm:
     def accumulate_chunk(self, kern: Kernel, chunk: str, t: str | None = None) -> None:
         """Fold one chunk into the running statistics (sum of squares; or count, mean and M2 merged with
         Chan's formula); prologue outputs (a residual sum) are stored here, in the statistics pass. `t`: the
-        chunk's tile when it is already loaded (a resident chunk, no prologue)."""
+        chunk's tile when it is already loaded (a resident chunk; SameShapeGen.resident_ok)."""
         k, L, ax = kern.body, self.L, self.L.axis
         if t is None:
             t, env, ctx = self.gen.load_tile(chunk, kern)

@@ -133,7 +133,7 @@ TUNING = {
     # registers per thread. Sass (bench/sass_widths.py): group_norm(32)+silu 32x256x56x56 fp16 as one
     # (8, 4096) tile spills without, see the session 8 results. Not yet timed on a GPU
     "worker_warps": None,
-    # two-pass norms (no prologue): this many elements of each row's first chunks stay in registers from the
+    # two-pass norms (no prologue, or one SameShapeGen.resident_ok accepts): this many elements of each row's first chunks stay in registers from the
     # statistics pass to the normalizing one, so they are read from memory once (None: every chunk read twice).
     # layer_norm 2048x65536 fp32 reads 2 x 256 KB per row now, 0.63 of a copy (0.67 is that traffic's ceiling);
     # keeping 32768 floats (with worker_warps 8) makes it 1.5 reads, a 0.8 ceiling. Not yet timed on a GPU
