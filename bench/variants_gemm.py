@@ -34,53 +34,52 @@ SDPA = "F.scaled_dot_product_attention"
 # label, model, inputs, FLOPs, variants (name, TILES overrides[, True = only with --all: slow to compile or less
 # likely]); the first variant is the default table
 X = True
+OLD8 = {"mm_large_min_elems": 1 << 62}  # no problem takes the large tile: 128x128x64 at occupancy 2
 CASES = [
     ("mm 8192^3 bf16", _mod("", "a @ b", "a, b"),
      f"[torch.randn(8192, 8192, dtype={BF}), torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
      [("default", {}),
       # num_worker_warps=8 (session 8): two warp groups share the accumulator; sm_90 cubins spill-free (zero
       # stack frame) for 128x256x64 and 256x128x64 at one block per SM (214 KB of shared memory), where the
-      # compiler's warp count spills 130-520 registers per thread
-      ("128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
-      ("256x128x64 8 warps", {"mm_low": (256, 128, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
-      ("128x128x64 8 warps", {"mm_worker_warps": 8, "mm_worker_warps_min_elems": 128 * 128}),
-      ("persistent 128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1,
-                                         "mm_persistent": 1}),
-      ("128x256x64", {"mm_low": (128, 256, 64)}, X),  # 23.8 ms (session 8): the spill
+      # compiler's warp count spills 130-520 registers per thread. Session 9 made 128x256x64 on 8 warps the default
+      # of large problems (TILES["mm_large"]); OLD8 is the session-8 default (128x128x64, occupancy 2)
+      ("128x128x64 (session 8)", OLD8),
+      ("256x128x64 8 warps", {"mm_large": (256, 128, 64)}),
+      ("128x128x64 8 warps occ=1", {**OLD8, "mm_worker_warps_min_elems": 128 * 128}),
+      ("persistent 128x256x64 8 warps", {"mm_persistent": 1}),
+      ("128x256x64 compiler's warps", {"mm_worker_warps": None}, X),  # 23.8 ms (session 8): the spill
       ("ctas=2", {"mm_num_ctas": 2}),
-      ("persistent, 1 block/SM", {"mm_persistent": 1}),
-      ("persistent, 2 blocks/SM", {"mm_persistent": 2}),
+      ("persistent, 2 blocks/SM", {"mm_persistent": 2}, X),
       ("store without TMA", {"mm_store_tma": False}),
-      # spill-free in the sm_90 SASS (128x256 and 256x128 spill 130-520 registers per thread at any occupancy)
-      ("128x128x64 occ=1", {"mm_occupancy": 1}),
-      ("128x128x128 occ=1", {"mm_low": (128, 128, 128), "mm_occupancy": 1}),
-      ("256x128x64", {"mm_low": (256, 128, 64)}, X),
+      ("128x128x64 occ=1", {**OLD8, "mm_occupancy": 1}),
+      ("128x128x128 occ=1", {**OLD8, "mm_low": (128, 128, 128), "mm_occupancy": 1}),
+      ("256x128x64 compiler's warps", {"mm_large": (256, 128, 64), "mm_worker_warps": None}, X),
       ("group_m=16", {"mm_group_m": 16}, X)]),
     ("mm 4096^3 fp16", _mod("", "a @ b", "a, b"),
      f"[torch.randn(4096, 4096, dtype={HF}), torch.randn(4096, 4096, dtype={HF})]", 2 * 4096 ** 3,
      [("default", {}),
-      ("128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
-      ("256x128x64 8 warps", {"mm_low": (256, 128, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
-      ("128x256x64", {"mm_low": (128, 256, 64)}, X),
-      ("occ=2", {"mm_occupancy": 2}),
-      ("256x128x64", {"mm_low": (256, 128, 64)}, X)]),
+      ("128x256x64 8 warps", {"mm_large_min_elems": 1 << 24}),
+      ("256x128x64 8 warps", {"mm_large_min_elems": 1 << 24, "mm_large": (256, 128, 64)}),
+      ("128x256x64 compiler's warps", {"mm_low": (128, 256, 64), "mm_worker_warps": None}, X),
+      ("occ=1", {"mm_occupancy": 1}),
+      ("256x128x64", {"mm_low": (256, 128, 64), "mm_worker_warps": None}, X)]),
     ("linear+gelu 8192^3 bf16", _mod(f"self.l = nn.Linear(8192, 8192).to({BF})", "F.gelu(self.l(x))"),
      f"[torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
      [("default", {}),
-      ("128x256x64 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
-      ("256x128x64 8 warps", {"mm_low": (256, 128, 64), "mm_worker_warps": 8, "mm_occupancy": 1}),
+      ("128x128x64 (session 8)", OLD8),
+      ("256x128x64 8 warps", {"mm_large": (256, 128, 64)}),
       ("gelu erfc constants unfolded (old)", {"erfc_folded": False}),
       ("bias in the accumulator", {"mm_bias_in_acc": True}),
       ("store without TMA", {"mm_store_tma": False}),
-      ("persistent, 1 block/SM", {"mm_persistent": 1}),
-      ("persistent, 2 blocks/SM", {"mm_persistent": 2}),
-      ("128x256x64", {"mm_low": (128, 256, 64)}, X)]),
+      ("persistent 128x256x64 8 warps", {"mm_persistent": 1}),
+      ("persistent, 2 blocks/SM", {"mm_persistent": 2}, X),
+      ("128x256x64 compiler's warps", {"mm_worker_warps": None}, X)]),
     ("bmm 64x1024x128x1024 bf16", _mod("", "torch.bmm(a, b)", "a, b"),
      f"[torch.randn(64, 1024, 128, dtype={BF}), torch.randn(64, 128, 1024, dtype={BF})]", 2 * 64 * 1024 * 1024 * 128,
      [("default", {}),
       ("old: BK=64 loop", {"mm_one_step_k": 0, "mm_occupancy_one_step": None}),
       ("one step, occ auto", {"mm_occupancy_one_step": None}),
-      ("one step 128x256", {"mm_low": (128, 256, 64), "mm_occupancy_one_step": None}, X),
+      ("one step 128x256", {"mm_low": (128, 256, 64), "mm_worker_warps": None, "mm_occupancy_one_step": None}, X),
       # K = 128 is one K step per tile: more, smaller blocks per SM overlap one block's store with another's loads
       ("one step 128x64 occ=4", {"mm_low": (128, 64, 64), "mm_occupancy_one_step": 4}),
       ("one step 64x128 occ=4", {"mm_low": (64, 128, 64), "mm_occupancy_one_step": 4}),
@@ -94,17 +93,18 @@ CASES = [
       ("8 N tiles per block", {"mm_one_step_n_tiles": 8}),
       ("4 N tiles per block, occ=1", {"mm_one_step_n_tiles": 4, "mm_occupancy_one_step": 1}),
       ("4 N tiles per block, occ=3", {"mm_one_step_n_tiles": 4, "mm_occupancy_one_step": 3}),
-      ("one step 128x256 8 warps", {"mm_low": (128, 256, 64), "mm_worker_warps": 8, "mm_occupancy_one_step": 1}),
-      ("4 N tiles per block, 8 warps", {"mm_worker_warps": 8, "mm_worker_warps_min_elems": 128 * 128})]),
+      ("one step 128x256 8 warps", {"mm_low": (128, 256, 64)}),
+      ("4 N tiles per block, 8 warps occ=1", {"mm_worker_warps_min_elems": 128 * 128})]),
     ("conv2d 3x3 32x256x56x56->256 bf16", _mod(f"self.c = nn.Conv2d(256, 256, 3, padding=1).to({BF})", "self.c(x)"),
      f"[torch.randn(32, 256, 56, 56, dtype={BF})]", 2 * 32 * 256 * 56 * 56 * 256 * 9,
      [("default", {}),
-      ("8 warps", {"conv_worker_warps": 8}),  # sm_90: R168 instead of R255, zero frame either way
-      ("8 warps, bco=256", {"conv_worker_warps": 8, "conv_bco": 256}),
+      # session 9 default: 256 channels on 8 worker warps (session 8: 128 channels, the compiler's warps)
+      ("128 channels, compiler's warps (session 8)", {"conv_worker_warps": None}),
+      ("8 warps, bco=128", {"conv_bco_worker_warps": 128}),  # sm_90: R168 instead of R255, zero frame either way
       ("positions=256", {"conv_positions": 256}),
       ("occ=2", {"conv_occupancy": 2}),
       ("bk=32", {"conv_bk": 32}, X),
-      ("bco=256", {"conv_bco": 256}, X)]),
+      ("bco=256, compiler's warps", {"conv_worker_warps": None, "conv_bco": 256}, X)]),
     ("conv2d 7x7/2+bn+relu 64x3x224x224->64 fp16 (ResNet stem)",
      _mod(f"self.c = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False).to({HF}); "
           f"self.b = nn.BatchNorm2d(64).to({HF})", "torch.relu(self.b(self.c(x)))"),
@@ -118,10 +118,11 @@ CASES = [
           "torch.relu(self.b(self.c(x)))"),
      f"[torch.randn(64, 512, 28, 28, dtype={HF})]", 2 * 64 * 512 * 784 * 512,
      [("default", {}),
-      ("8 warps", {"conv_worker_warps": 8}),
+      # session 9 default: 8 worker warps (session 8: the compiler's)
+      ("compiler's warps (session 8)", {"conv_worker_warps": None}),
+      ("8 warps, bco=256", {"conv_bco": 256}),
       ("occ=2", {"conv_occupancy": 2}),
-      ("positions=256", {"conv_positions": 256}, X),
-      ("bco=256", {"conv_bco": 256}, X)]),
+      ("positions=256", {"conv_positions": 256}, X)]),
     ("sdpa 8x16x2048x2048x128 bf16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"),
      f"[torch.randn(8, 16, 2048, 128, dtype={BF}), torch.randn(8, 16, 2048, 128, dtype={BF}), "
      f"torch.randn(8, 16, 2048, 128, dtype={BF})]", 4 * 8 * 16 * 2048 * 2048 * 128,
@@ -129,22 +130,22 @@ CASES = [
      # registers per thread; 128x64 at occupancy 1 and the 64-query tiles do not, 128x128 spills 150-300
      [("default", {}),
       # 8 worker warps at one block per SM: 128x128 and 128x64 tiles compile spill-free (R168; session 8)
-      ("128x128 8 warps occ=1", {"attn_d128": (128, 128), "attn_worker_warps": 8, "attn_occupancy": 1}),
-      ("128x64 8 warps occ=1", {"attn_d128": (128, 64), "attn_worker_warps": 8, "attn_occupancy": 1}),
-      ("128x64 occ=1", {"attn_occupancy": 1}),
+      # session 9 default: 128x128 on 8 worker warps at occupancy 1 (session 8's default: 64x128 occ=2)
+      ("128x64 8 warps occ=1", {"attn_d128": (128, 64), "attn_worker_warps_min_elems": 128 * 64}),
+      ("128x64 occ=1", {"attn_d128": (128, 64), "attn_occupancy": 1}),
       ("64x64 occ=2", {"attn_d128": (64, 64)}),
       ("64x128 occ=2", {"attn_d128": (64, 128)}),
       ("64x64 occ=3", {"attn_d128": (64, 64), "attn_occupancy": 3}),
-      ("128x128 occ=2", {"attn_d128": (128, 128)}, X),
-      ("128x128 occ=1", {"attn_d128": (128, 128), "attn_occupancy": 1}, X)]),
+      ("128x128 occ=2", {"attn_worker_warps": None}, X),
+      ("128x128 occ=1", {"attn_worker_warps": None, "attn_occupancy": 1}, X)]),
     ("sdpa causal 8x16x2048x2048x64 fp16", _mod("", f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
      f"[torch.randn(8, 16, 2048, 64, dtype={HF}), torch.randn(8, 16, 2048, 64, dtype={HF}), "
      f"torch.randn(8, 16, 2048, 64, dtype={HF})]", 2 * 8 * 16 * 2048 * 2048 * 64,
      [("default", {}),
-      ("128x128 8 warps occ=1", {"attn_d64": (128, 128), "attn_worker_warps": 8, "attn_occupancy": 1}),
-      ("128x64 8 warps occ=1", {"attn_d64": (128, 64), "attn_worker_warps": 8, "attn_occupancy": 1}),
+      ("128x128 8 warps occ=1", {"attn_d64": (128, 128)}),
+      ("128x64 8 warps occ=1", {"attn_d64": (128, 64), "attn_worker_warps_min_elems": 128 * 64}),
       ("128x64", {"attn_d64": (128, 64)}),
-      ("128x128", {"attn_d64": (128, 128)}),
+      ("128x128", {"attn_d64": (128, 128), "attn_worker_warps": None}),
       ("64x64", {"attn_d64": (64, 64)}),
       ("128x64 occ=1", {"attn_d64": (128, 64), "attn_occupancy": 1}, X)]),
 ]

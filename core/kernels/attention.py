@@ -55,6 +55,13 @@ def _tiles(L: int, S: int, DP: int, DVP: int, dtype: str) -> tuple[int, int]:
     return min(bm, pow2_at_least(L, 16)), min(bn, pow2_at_least(S, 16))
 
 
+def worker_warps(bm: int, bn: int, dtype: str) -> int | None:
+    """TILES["attn_worker_warps"] for fp16/bf16 tiles of at least "attn_worker_warps_min_elems" scores (the tiles
+    that spill at the compiler's warp count); others keep the compiler's."""
+    warps = TILES["attn_worker_warps"]
+    return int(warps) if warps and dtype != "float32" and bm * bn >= TILES["attn_worker_warps_min_elems"] else None
+
+
 @guarded
 def generate(spec: KernelSpec) -> KernelSource:
     prologue, rec, epilogue = split_anchor(spec, "attention")
@@ -131,8 +138,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     kid = spec.id
     qa, ka, va = array_param(q), array_param(k), array_param(v)
     outs = [out_param(o) for o in spec.outputs]
-    occupancy = 1 if max(DP, DVP) > 128 else TILES["attn_occupancy"]
-    lines = [kernel_decorator(occupancy, worker_warps=TILES["attn_worker_warps"]),
+    warps = worker_warps(BM, BN, q.dtype)
+    occupancy = 1 if max(DP, DVP) > 128 or warps else TILES["attn_occupancy"]
+    lines = [kernel_decorator(occupancy, worker_warps=warps),
              f"def {kid}_kernel({', '.join(input_args(spec) + outs)}, BM: ct.Constant[int], "
              f"BN: ct.Constant[int], DP: ct.Constant[int], DVP: ct.Constant[int]):",
              # causal: the longest query tiles (most key tiles) of each (batch, head) are dispatched first, so the
@@ -240,4 +248,5 @@ def generate(spec: KernelSpec) -> KernelSource:
     w.append(f"{I}return {', '.join(o.name for o in spec.outputs)}")
     return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
                   [f"flash attention: {BM} queries x {BN} keys per step, head dims padded to {DP}/{DVP}"
+                   + (f", {warps} worker warps at occupancy 1" if warps else "")
                    + (", causal tile skipping" if causal else "")])

@@ -34,6 +34,7 @@ class ConvBuilder(PaddedInput, PreparedWeights, Epilogue):
         self.out_shape = list(anchor.output)
         self.src = cv  # the convolution as the user wrote it (self.cv may be an equivalent rewrite: conv_fold.py)
         self.fold = None
+        self.worker_warps: int | None = None  # num_worker_warps of the kernel (set by choose_tiles)
 
     # ---- what each path provides ------------------------------------------------------------------------------
     def choose_tiles(self, rows: int, cols: int) -> None:
@@ -219,7 +220,7 @@ class ConvBuilder(PaddedInput, PreparedWeights, Epilogue):
                 + ((f"; input copied to a zero-padded phase-split{' channels-last' if self.cl else ''} buffer first")
                    if self.buf is not None else
                    "; input read in place"))
-        notes = [note]
+        notes = [note + (f"; {self.worker_warps} worker warps" if self.worker_warps else "")]
         if self.fold:
             notes.append(f"the {self.fold.kw} width taps folded into the input channels ({self.fold.kw} x "
                          f"{self.fold.cig} = {self.cv.Cig} per K step and (kd, kh) tap)")

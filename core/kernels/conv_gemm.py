@@ -37,10 +37,16 @@ class GemmBuilder(ConvBuilder):
         scale = 1 if self.low else 2  # float32: half-size tiles (full-precision mma)
         positions = TILES["conv_fold_positions" if self.fold else "conv_positions"]
         self.boh, self.bow = box(rows, cols, max(16, positions // scale), prefer_size=True)
-        self.bco = pow2_clamp(cv.Cog, 16, max(16, TILES["conv_bco"] // scale))
+        # fp16/bf16 convs not folded: TILES["conv_worker_warps"] on tiles of at least conv_worker_warps_min_elems
+        # (positions x output channels), and conv_bco_worker_warps output channels when the K loop walks taps
+        warps = TILES["conv_worker_warps"] if self.low and not self.fold else None
+        bco = TILES["conv_bco_worker_warps"] if warps and cv.taps > 1 else TILES["conv_bco"]
+        self.bco = pow2_clamp(cv.Cog, 16, max(16, bco // scale))
         self.bk = pow2_clamp(cv.Cig, 16, max(16, TILES["conv_bk"] // scale))
         while self._blocks() < NUM_SMS // 2 and self.bco > 32:
             self.bco //= 2
+        big = self.boh * self.bow * self.bco >= TILES["conv_worker_warps_min_elems"]
+        self.worker_warps = int(warps) if warps and big else None
 
     def _blocks(self) -> int:
         cv = self.cv
@@ -205,7 +211,7 @@ class GemmBuilder(ConvBuilder):
                 "channels), float32 accumulation on tensor cores")
 
     def decorator(self) -> str:
-        return kernel_decorator(TILES["conv_occupancy"], worker_warps=TILES["conv_worker_warps"])
+        return kernel_decorator(TILES["conv_occupancy"], worker_warps=self.worker_warps)
 
     def input_view_lines(self, xp: str, x: str, x5: str) -> list[str]:
         if self.buf is not None:

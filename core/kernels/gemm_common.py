@@ -31,6 +31,14 @@ TILES: dict[str, Any] = {
     # matmul, fp16/bf16 operands: (BM, BN, BK) for large problems; float32 operands (full-precision mma: bigger
     # tiles spill and take minutes to compile)
     "mm_low": (128, 128, 64),
+    # fp16/bf16 GEMMs with more than one K step and at least "mm_large_min_elems" outputs per matrix: 128x256x64
+    # tiles (cuBLAS's Hopper shape) on 8 worker warps at one block per SM (at the compiler's warp count this tile
+    # spills 1808 bytes per thread). H200, session 9, same run, device time (bench/gpu_session.sh prepared; cuBLAS
+    # 1.370 / 1.436 / 0.184 ms): mm 8192^3 bf16 1.440 -> 1.426 ms, linear+gelu 8192^3 bf16 1.581 -> 1.440 (0.91 ->
+    # 1.00 of cuBLAS); mm 4096^3 fp16 0.193 -> 0.196 (so 4096^2 = 2^24 outputs keep 128x128); 256x128x64 lost
+    # everywhere (linear+gelu 2.374)
+    "mm_large": (128, 256, 64),
+    "mm_large_min_elems": 1 << 25,
     "mm_f32": (64, 64, 32),
     "mm_group_m": 8,  # tile rows per group of the swizzled (L2-friendly) block order
     # K no larger than this runs in one K step (BK = K rounded up to a power of two): batched small-K GEMMs
@@ -48,7 +56,8 @@ TILES: dict[str, Any] = {
     "mm_num_ctas": None,  # CGA size hint (None = compiler's choice)
     # @ct.kernel(num_worker_warps=...) of the GEMMs (None: the compiler's; tileiras 13.4 takes 4 or 8): warps of
     # the warp-specialized kernel's compute warp groups, i.e. how many threads share the accumulator tile
-    "mm_worker_warps": None,
+    "mm_worker_warps": 8,
+    "mm_occupancy_worker_warps": 1,  # the occupancy hint of GEMMs on mm_worker_warps (a 128x256 block fills an SM)
     "mm_worker_warps_min_elems": 128 * 256,  # ... for fp16/bf16 tiles with at least this many (BM x BN) elements
     # allow_tma on the output store (None = compiler's choice: staged through shared memory, TMA store)
     "mm_store_tma": None,
@@ -84,11 +93,23 @@ TILES: dict[str, Any] = {
     # H200, sdpa 8x16x2048x2048x128 bf16, same run, device time (session 7; flash 0.422 ms): 128x64 0.537 ms
     # (spills 9 registers per thread), 128x64 at occupancy 1 0.688, 64x64 0.511, 64x128 0.463 (0.91x), 64x64
     # at occupancy 3 0.512
-    "attn_d128": (64, 128),
+    # session 9, same run, device time (bench/gpu_session.sh prepared; flash 0.423 ms): 128x128 on 8 worker warps
+    # at occupancy 1 (spill-free) 0.447 ms (0.95x), 64x128 0.458, 128x64 on 8 warps 0.523. Causal d64 fp16 (flash
+    # 0.189): 128x128 on 8 warps 0.208, 64x128 0.198, so attn_d64 keeps 64x128
+    "attn_d128": (128, 128),
     "attn_d256": (64, 32),
-    "attn_occupancy": 2,  # head dims <= 128; larger head dims use 1
-    "attn_worker_warps": None,  # num_worker_warps of the attention kernels (see mm_worker_warps)
-    "conv_worker_warps": None,  # num_worker_warps of the implicit-GEMM convolutions (see mm_worker_warps)
+    "attn_occupancy": 2,  # head dims <= 128; larger head dims, and tiles on attn_worker_warps, use 1
+    # num_worker_warps of fp16/bf16 attention tiles of at least attn_worker_warps_min_elems (BM x BN) scores
+    "attn_worker_warps": 8,
+    "attn_worker_warps_min_elems": 128 * 128,
+    # num_worker_warps of the fp16/bf16 implicit-GEMM convolutions (not the folded ones) whose tile has at least
+    # conv_worker_warps_min_elems (positions x output channels); with it, convs whose K loop walks several taps
+    # take conv_bco_worker_warps output channels per block. H200, session 9, same run, device time
+    # (bench/gpu_session.sh prepared): conv2d 3x3 32x256x56x56->256 bf16 (cuDNN 0.334 ms) 0.241 -> 0.232 ms
+    # (8 warps at 128 channels: 0.250); conv2d 1x1+bn+relu 64x512x28x28 fp16 (cuDNN 0.234) 0.085 -> 0.076
+    "conv_worker_warps": 8,
+    "conv_worker_warps_min_elems": 128 * 128,
+    "conv_bco_worker_warps": 256,
 }
 
 

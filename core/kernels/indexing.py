@@ -78,6 +78,10 @@ MEMORY_TUNING: dict[str, Any] = {
     # 4096 0.171
     "pool_pair_windows": True,
     "pool_pair_window_outputs": 1024,
+    # the same for float32 inputs (int64 pairs). H200, session 9, same run, device time (bench/gpu_session.sh
+    # prepared-mem): max_pool2d(3, 2, 1) 32x128x112x112 fp32 1024 outputs 0.072 ms (0.87 of copy), 512 0.069
+    # (0.91); the fp16 quads stay at 1024 (512: 0.091 ms, 1024 0.090, 256 0.103)
+    "pool_pair64_window_outputs": 512,
     # pool, general windows (max_pool2d(3, 2, 1), ...): gathered outputs per block and output positions per row
     "pool_window_outputs": 2048,
     # pool, overlapping windows at a power-of-two stride dividing the input (max_pool2d(3, 2, 1) on even sizes):
@@ -133,7 +137,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # H200, adaptive_avg_pool2d(1) 128x512x28x28 fp32: 256 cols x 4096 0.112 ms, 512 x 4096 0.174 ms,
     # 256 x 8192 0.085 ms, 512 x 8192 0.118 ms (eager 0.073)
     "pool_global_cols": 256,
-    "pool_global_elems": 8192,
+    # session 9, same run, device time (bench/gpu_session.sh prepared-mem): 256 x 8192 0.065 ms (0.78 of copy,
+    # 0.97x eager), 256 x 16384 0.060 (0.85, 1.06x eager)
+    "pool_global_elems": 16384,
     # allow_tma on the global pool's loads (None: the compiler's TMA tiles, staged in shared memory: 102 KB per
     # block for adaptive_avg_pool2d(1) 128x512x28x28 fp32; plain loads: none). Not yet timed on a GPU
     "pool_global_tma": None,

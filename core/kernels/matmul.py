@@ -276,11 +276,15 @@ def parse_anchor(spec: KernelSpec, rec: OpRecord) -> Gemm:
 
 
 def choose_tiles(M: int, N: int, K: int, batch: int, low: bool) -> tuple[int, int, int]:
-    """Deterministic tile rule, read from gemm_common.TILES: "mm_low" (128x128x64) for fp16/bf16, "mm_f32"
+    """Deterministic tile rule, read from gemm_common.TILES: "mm_large" (128x256x64) for fp16/bf16 problems of at
+    least "mm_large_min_elems" outputs and more than one K step, "mm_low" (128x128x64) for other fp16/bf16, "mm_f32"
     (64x64x32) for float32 (float32 mma tiles beyond that spill and take minutes to compile), shrunk to the problem
     (powers of two, >= 16); a K of at most "mm_one_step_k" (fp16/bf16) is covered by one K step; the larger of
     BM/BN is halved while the grid would leave most SMs idle."""
-    bm0, bn0, bk0 = TILES["mm_low"] if low else TILES["mm_f32"]
+    if low and K > TILES["mm_one_step_k"] and M * N >= TILES["mm_large_min_elems"]:
+        bm0, bn0, bk0 = TILES["mm_large"]
+    else:
+        bm0, bn0, bk0 = TILES["mm_low"] if low else TILES["mm_f32"]
     bm, bn = pow2_clamp(M, 16, bm0), pow2_clamp(N, 16, bn0)
     if low and K <= TILES["mm_one_step_k"]:
         bk = pow2_clamp(K, 16, TILES["mm_one_step_k"])
@@ -315,8 +319,11 @@ def worker_warps_for(bm: int, bn: int, low: bool) -> int | None:
     return int(warps) if warps and low and bm * bn >= TILES["mm_worker_warps_min_elems"] else None
 
 
-def occupancy_for(K: int, bk: int, low: bool) -> int | None:
-    """The occupancy hint of the table: its one-K-step entry when the whole K fits one step (fp16/bf16)."""
+def occupancy_for(K: int, bk: int, low: bool, worker_warps: int | None = None) -> int | None:
+    """The occupancy hint of the table: its worker-warps entry for a kernel on TILES["mm_worker_warps"], its
+    one-K-step entry when the whole K fits one step (fp16/bf16)."""
+    if worker_warps:
+        return TILES["mm_occupancy_worker_warps"]
     if low and cdiv(K, bk) == 1:
         return TILES["mm_occupancy_one_step"]
     return TILES["mm_occupancy"]
@@ -605,8 +612,8 @@ class _Builder(SideOperands):
         params = ["A", "B"] + outs + [p for p, *_ in self.sides] + [p for p, _ in self.scalars]
         consts = ["TRANS_A", "TRANS_B", "BM", "BN", "BK", "GROUP_M"]
         sig_params = params + [f"{c}: ct.Constant[{'bool' if c.startswith('TRANS') else 'int'}]" for c in consts]
-        deco = kernel_decorator(occupancy_for(g.K, self.tile_k, self.low), TILES["mm_num_ctas"],
-                                worker_warps_for(self.tile_m, self.tile_n, self.low))
+        ww = worker_warps_for(self.tile_m, self.tile_n, self.low)
+        deco = kernel_decorator(occupancy_for(g.K, self.tile_k, self.low, ww), TILES["mm_num_ctas"], ww)
         head = [deco, f"def {kid}_kernel({', '.join(sig_params)}):",
                 f'    """{self.anchor.op} as a {"batched " if g.batch_shape else ""}GEMM: ({g.M} x {g.K}) @ '
                 f'({g.K} x {g.N}){f" x {prod(g.batch_shape)}" if g.batch_shape else ""}, fused epilogue."""']
@@ -668,8 +675,8 @@ class _Builder(SideOperands):
         W(f"    return {', '.join(o.name for o in spec.outputs)}")
         code = kernel + "\n\n" + "\n".join(w) + "\n"
         notes = [f"tiles BM={self.tile_m} BN={self.tile_n} BK={self.tile_k}, GROUP_M={TILES['mm_group_m']}"
-                 + (f", occupancy {occ}" if (occ := occupancy_for(g.K, self.tile_k, self.low)) else "")
-                 + (f", {ww} worker warps" if (ww := worker_warps_for(self.tile_m, self.tile_n, self.low)) else "")
+                 + (f", occupancy {occ}" if (occ := occupancy_for(g.K, self.tile_k, self.low, ww)) else "")
+                 + (f", {ww} worker warps" if ww else "")
                  + (", batch folded into M" if g.fold else "")
                  + (f", {self.n_loop} N tiles per block" if self.n_loop > 1 else "")
                  + ("; float32 operands use full-precision float32 mma (no TF32)" if not self.low else "")]

@@ -63,7 +63,8 @@ def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogu
     H, Ho, K0 = (In[0], O[0], pool.k[0]) if pool.nd == 2 else (1, 1, 1)
     M, Wo = R * Ho, O[-1]
     BJ = pow2_at_least(Wo, 1, 256)
-    BM = pow2_at_least(M, 1, max(1, int(MEMORY_TUNING["pool_pair_window_outputs"]) // BJ))
+    outs = MEMORY_TUNING["pool_pair64_window_outputs" if pool.x.dtype == "float32" else "pool_pair_window_outputs"]
+    BM = pow2_at_least(M, 1, max(1, int(outs) // BJ))
     nbj = cdiv(Wo, BJ)
     x = array_param(pool.x)
     lines = _kernel_head(spec, ["BM", "BJ"])

@@ -138,8 +138,17 @@ TUNING = {
     # layer_norm 2048x65536 fp32 reads 2 x 256 KB per row now, 0.63 of a copy (0.67 is that traffic's ceiling);
     # keeping 32768 floats (with worker_warps 8) makes it 1.5 reads, a 0.8 ceiling. Not yet timed on a GPU
     "norm_resident_elems": None,
-    # the same for two-pass softmax rows (online max / sum pass, then the normalizing pass)
+    # the same for two-pass softmax rows (online max / sum pass, then the normalizing pass). H200, session 9 (same
+    # run as softmax_wide_single): scale+softmax 4096x32768 fp32 with 16384 / 28672 floats kept on 8 worker warps
+    # 0.281 / 0.287 ms, behind the one-pass row (0.271)
     "softmax_resident_elems": None,
+    # softmax rows longer than max_single, up to this many (padded) elements: one tile per row on
+    # softmax_wide_worker_warps warps, one block per row (not persistent), read once. H200, session 9, same run,
+    # device time (bench/gpu_session.sh prepared-norms; copy 0.254 ms): scale+softmax 4096x32768 fp32 two passes
+    # 0.328 ms (0.77 of copy) -> one pass on 8 worker warps 0.271 (0.94; 2.43x eager). sm_90: spill-free on 8
+    # warps (the compiler's warp count spills)
+    "softmax_wide_single": 32768,
+    "softmax_wide_worker_warps": 8,
 }
 
 
@@ -195,10 +204,10 @@ class Layout:
     latency: int | None = None  # a load latency hint of the kernel's own (scans), whatever the hints above
     long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
 
-    def persist(self, kernel: "Kernel | None" = None, passes: int = 1) -> "Layout":
-        """Make a row-layout kernel persistent (per TUNING) when it has more row tiles than one full grid; turn
-        on load/store hints. Call after the tile sizes are final and before the body is emitted; `passes`: how
-        many times the kernel walks the chunks of a row."""
+    def persist(self, kernel: "Kernel | None" = None, passes: int = 1, allow: bool = True) -> "Layout":
+        """Make a row-layout kernel persistent (per TUNING, and `allow`) when it has more row tiles than one full
+        grid; turn on load/store hints. Call after the tile sizes are final and before the body is emitted;
+        `passes`: how many times the kernel walks the chunks of a row."""
         self.hints = True
         if self.nch * passes > TUNING["persist_max_chunks"]:
             self.long_loops = True
@@ -206,7 +215,7 @@ class Layout:
         occ = max(1, int(TUNING["occupancy_stacked" if self.BO >= 8 and self.R <= 1024 else "occupancy"]))
         cap = NUM_SM * occ
         kinds = ("row", "group", "col") if TUNING["persistent_col"] else ("row", "group")
-        if TUNING["persistent"] and self.kind in kinds and self.blocks() > cap:
+        if TUNING["persistent"] and allow and self.kind in kinds and self.blocks() > cap:
             self.persistent, self.cap, self.occupancy = True, cap, occ
             if kernel is not None and occ > 1:
                 kernel.options["occupancy"] = occ

@@ -10,7 +10,7 @@ an inner dim (dim=1 of NCHW) keeps the trailing dims innermost (the `col` layout
 from __future__ import annotations
 
 from ..specs import KernelSpec
-from .base import KernelSource, Unsupported
+from .base import KernelSource, Unsupported, pow2_at_least
 from .expr_math import fast_exp
 from .rowwise import TUNING, SameShapeGen, choose_tiles_full_row, decode, make_layout, norm_dims, split_spec
 from .softmax_words import generate_words, words_fit
@@ -28,9 +28,14 @@ def generate(spec: KernelSpec) -> KernelSource:
     shape = list(op.output)
     dim = decode(op.attrs.get("dim", -1))
     dims = norm_dims(dim, len(shape)) if shape else []
-    layout = choose_tiles_full_row(make_layout(shape, dims))
+    layout = make_layout(shape, dims)
+    wide = (layout.kind == "row"
+            and TUNING["max_single"] < pow2_at_least(layout.R) <= (TUNING["softmax_wide_single"] or 0))
+    layout = choose_tiles_full_row(layout, max_single=TUNING["softmax_wide_single"] if wide else None)
     gen = SameShapeGen(spec, parts, layout)
-    layout.persist(gen.kernel, passes=2 if layout.nch > 1 else 1)
+    if wide and TUNING["softmax_wide_worker_warps"]:
+        gen.kernel.options["num_worker_warps"] = int(TUNING["softmax_wide_worker_warps"])
+    layout.persist(gen.kernel, passes=2 if layout.nch > 1 else 1, allow=not wide)
     if words_fit(parts, layout):
         return generate_words(gen, log, safe, _exp)
     g = _Softmax(gen, log, safe)

@@ -40,6 +40,9 @@ CASES = {
                       f"[{qkv(2, 4, 7, 9, 16, ev=40, hk=2)}]"),
     "rank3": (forward(f"{SDPA}(q, k, v)", "q, k, v"), f"[{qkv(3, 0, 5, 11, 8)}]"),
     "head_dim_256_fp16": (forward(f"{SDPA}(q, k, v)", "q, k, v"), f"[{qkv(1, 2, 40, 50, 256, dtype='.half()')}]"),
+    # 128 x 128 tiles on 8 worker warps at occupancy 1 (head dims 65..128, fp16/bf16)
+    "d128_bf16_8warps": (forward(f"{SDPA}(q, k, v)", "q, k, v"),
+                         f"[{qkv(1, 2, 200, 260, 128, dtype='.to(torch.bfloat16)')}]"),
     "epilogue_residual": (forward(f"{SDPA}(q, k, v) * 0.5 + q", "q, k, v"), f"[{qkv(2, 2, 9, 9, 16)}]"),
 }
 BOTH_ARCHES = {"causal_fp16_rect", "key_padding_mask_fp16"}
@@ -52,6 +55,28 @@ def test_attention_variant_compiles_and_emulates(name):
     source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
     result = check_emulated(spec, source, make_input=make_inputs())
     assert result.ok, result.message
+
+
+def test_head_dim_128_tiles_take_8_worker_warps_and_do_not_spill(monkeypatch):
+    """TILES["attn_d128"] 128x128 on attn_worker_warps (8) at occupancy 1: spill-free on sm_90 (a zero stack frame;
+    at the compiler's warp count and occupancy 2 the same tile spills). Smaller tiles (head dim 64: 64 x 128) and
+    float32 keep the compiler's warp count."""
+    from tilestudio.core.kernels import gemm_common, generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+
+    spec = snippet_spec(*CASES["d128_bf16_8warps"], FAMILY)
+    frames = {}
+    for warps in (None, 8):
+        monkeypatch.setitem(gemm_common.TILES, "attn_worker_warps", warps)
+        source = generate_kernel(spec)
+        assert ("@ct.kernel(occupancy=1, num_worker_warps=8)" in source.code) == (warps == 8), source.code[:200]
+        (record,) = trace_launches(source, spec)
+        frames[warps] = kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"]
+    assert frames[None] > 0 and frames[8] == 0, frames
+    assert "128 queries x 128 keys" in source.notes[0] and "8 worker warps" in source.notes[0], source.notes
+    for name in ("causal_fp16_rect", "plain_fp32"):
+        code = generate_kernel(snippet_spec(*CASES[name], FAMILY)).code
+        assert "num_worker_warps" not in code, name
 
 
 def test_dropout_is_unsupported():

@@ -132,7 +132,11 @@ def test_einsum_that_is_not_a_matmul_is_explicitly_unsupported(equation, inputs)
 def test_tile_table():
     from tilestudio.core.kernels.matmul import choose_tiles
 
-    assert choose_tiles(8192, 8192, 8192, 1, True) == (128, 128, 64)
+    # 2^25 outputs or more and several K steps: the large tile (128x256x64 on 8 worker warps, occupancy 1)
+    assert choose_tiles(8192, 8192, 8192, 1, True) == (128, 256, 64)
+    assert choose_tiles(8192, 4096, 256, 1, True) == (128, 256, 64)
+    assert choose_tiles(4096, 4096, 4096, 1, True) == (128, 128, 64)  # 2^24 outputs: 128x128 measured faster
+    assert choose_tiles(8192, 8192, 128, 1, True) == (128, 128, 128)  # one K step: the output-bound form
     assert choose_tiles(8192, 8192, 8192, 1, False) == (64, 64, 32)
     assert choose_tiles(33, 70, 50, 1, False) == (64, 64, 32)
     assert choose_tiles(1024, 1024, 1024, 1, True) == (64, 128, 64)  # 64 blocks of 128x128 would idle half the SMs
@@ -149,9 +153,12 @@ def test_tile_table_is_the_single_switch(monkeypatch):
     from tilestudio.core.kernels import gemm_common
     from tilestudio.core.kernels.matmul import choose_tiles, occupancy_for
 
-    monkeypatch.setitem(gemm_common.TILES, "mm_low", (128, 256, 64))
-    assert choose_tiles(8192, 8192, 8192, 1, True) == (128, 256, 64)
+    monkeypatch.setitem(gemm_common.TILES, "mm_large", (256, 128, 64))
+    assert choose_tiles(8192, 8192, 8192, 1, True) == (256, 128, 64)
+    monkeypatch.setitem(gemm_common.TILES, "mm_low", (64, 256, 64))
+    assert choose_tiles(4096, 4096, 4096, 1, True) == (64, 256, 64)
     assert occupancy_for(128, 128, True) == gemm_common.TILES["mm_occupancy_one_step"]
+    assert occupancy_for(8192, 64, True, 8) == gemm_common.TILES["mm_occupancy_worker_warps"]
     monkeypatch.setitem(gemm_common.TILES, "mm_occupancy", 2)
     assert occupancy_for(8192, 64, True) == 2
 
@@ -312,6 +319,20 @@ def test_worker_warps_let_a_128x256_tile_compile_without_spills(monkeypatch):
     assert "8 worker warps" in source.notes[0]
     result = check_emulated(spec, source)
     assert result.ok, result.message
+
+
+def test_large_bf16_gemms_default_to_128x256_tiles_on_8_worker_warps():
+    """The measured default (session 9): an 8192^2-output bf16 linear+gelu runs 128x256x64 tiles on 8 worker warps
+    at one block per SM; a 4096^2 one keeps 128x128x64 at occupancy 2 and the compiler's warp count."""
+    from tilestudio.core.kernels import generate_kernel
+
+    big = generate_kernel(snippet_spec(_m("F.gelu(self.fc(x))", "x", "self.fc = nn.Linear(1024, 8192).bfloat16()"),
+                                       "[torch.randn(4096, 1024).bfloat16()]", FAMILY))
+    assert "@ct.kernel(occupancy=1, num_worker_warps=8)" in big.code, big.code[:300]
+    assert "BM=128 BN=256 BK=64" in big.notes[0] and "8 worker warps" in big.notes[0], big.notes
+    mid = generate_kernel(snippet_spec(_m("a @ b", "a, b"),
+                                       "[torch.randn(4096, 4096).half(), torch.randn(4096, 4096).half()]", FAMILY))
+    assert "@ct.kernel(occupancy=2)" in mid.code and "BM=128 BN=128 BK=64" in mid.notes[0], mid.notes
 
 
 def test_worker_warps_stay_off_for_small_tiles(monkeypatch):

@@ -189,11 +189,40 @@ def test_chunks_kept_in_registers_after_a_prologue(monkeypatch):
     for family, init, forward in [("norm", "self.n = nn.LayerNorm(20000)", "self.n(x * 2.0 + 1.0)"),
                                   ("softmax", "", "torch.softmax(x * 0.125, -1)")]:
         spec = snippet_spec(module_model(init, forward, "x"), "[torch.randn(3, 20000)]", family)
-        with tuned(norm_resident_elems=8192, softmax_resident_elems=8192):
+        with tuned(norm_resident_elems=8192, softmax_resident_elems=8192, softmax_wide_single=None):
             assert "kept in registers" in generate_kernel(spec).code, forward
             source = compile_spec(spec, ("sm_90",))
         result = check_emulated(spec, source)
         assert result.ok, f"{forward}: {result.message}"
+
+
+def test_wide_softmax_rows_run_one_pass_on_8_worker_warps():
+    """TUNING["softmax_wide_single"]: rows longer than max_single up to 32768 (padded) elements are one tile on 8
+    worker warps, one block per row; the 32768-float row compiles for sm_90 without spills (a zero stack frame;
+    the compiler's warp count spills), and a ragged 20000-element row with a prologue matches the reference in
+    the emulator. Longer rows keep the two passes."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.rowwise import tuned
+
+    from .helpers_gemm import module_model, snippet_spec
+
+    model = module_model("", "torch.softmax(x * 0.125, -1)", "x")
+    spec = snippet_spec(model, "[torch.randn(3, 20000)]", "softmax")
+    source = compile_spec(spec, ("sm_90",))
+    assert "num_worker_warps=8" in source.code and "one pass" in source.code and "persistent" not in source.code
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+    big = snippet_spec(model, "[torch.randn(4096, 32768)]", "softmax")
+    frames = {}
+    for warps in (8, None):
+        with tuned(softmax_wide_worker_warps=warps):
+            src = generate_kernel(big)
+            (record,) = trace_launches(src, big)
+            frames[warps] = kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"]
+    assert frames[8] == 0 and frames[None] > 0, frames
+    longer = generate_kernel(snippet_spec(model, "[torch.randn(3, 40000)]", "softmax")).code
+    assert "two passes" in longer and "num_worker_warps" not in longer
 
 
 @pytest.mark.parametrize("resident,lanes", [(4096, True), (16384, False)])
