@@ -38,9 +38,9 @@ class GemmBuilder(ConvBuilder):
         positions = TILES["conv_fold_positions" if self.fold else "conv_positions"]
         self.boh, self.bow = box(rows, cols, max(16, positions // scale), prefer_size=True)
         # fp16/bf16 convs not folded: TILES["conv_worker_warps"] on tiles of at least conv_worker_warps_min_elems
-        # (positions x output channels), and conv_bco_worker_warps output channels when the K loop walks taps
+        # (positions x output channels), with conv_bco_worker_warps output channels per block
         warps = TILES["conv_worker_warps"] if self.low and not self.fold else None
-        bco = TILES["conv_bco_worker_warps"] if warps and cv.taps > 1 else TILES["conv_bco"]
+        bco = TILES["conv_bco_worker_warps"] if warps else TILES["conv_bco"]
         self.bco = pow2_clamp(cv.Cog, 16, max(16, bco // scale))
         self.bk = pow2_clamp(cv.Cig, 16, max(16, TILES["conv_bk"] // scale))
         while self._blocks() < NUM_SMS // 2 and self.bco > 32:

@@ -103,10 +103,11 @@ TILES: dict[str, Any] = {
     "attn_worker_warps": 8,
     "attn_worker_warps_min_elems": 128 * 128,
     # num_worker_warps of the fp16/bf16 implicit-GEMM convolutions (not the folded ones) whose tile has at least
-    # conv_worker_warps_min_elems (positions x output channels); with it, convs whose K loop walks several taps
-    # take conv_bco_worker_warps output channels per block. H200, session 9, same run, device time
-    # (bench/gpu_session.sh prepared): conv2d 3x3 32x256x56x56->256 bf16 (cuDNN 0.334 ms) 0.241 -> 0.232 ms
-    # (8 warps at 128 channels: 0.250); conv2d 1x1+bn+relu 64x512x28x28 fp16 (cuDNN 0.234) 0.085 -> 0.076
+    # conv_worker_warps_min_elems (positions x output channels), with conv_bco_worker_warps output channels per
+    # block. H200, session 9, device time (bench/variants_gemm.py, two runs): conv2d 3x3 32x256x56x56->256 bf16
+    # (cuDNN 0.334 ms) 128 channels on the compiler's warps 0.241 / 0.246 ms, on 8 warps 0.250 / 0.254, 256
+    # channels on 8 warps 0.232 / 0.236; conv2d 1x1+bn+relu 64x512x28x28 fp16 (cuDNN 0.235) 0.085 / 0.085, on 8
+    # warps 0.076 / 0.077, 256 channels on 8 warps 0.068 (3.48x cuDNN)
     "conv_worker_warps": 8,
     "conv_worker_warps_min_elems": 128 * 128,
     "conv_bco_worker_warps": 256,

@@ -224,7 +224,7 @@ def test_folded_weights_are_padded_only_in_prepare():
 def test_large_low_precision_convs_take_8_worker_warps():
     """TILES["conv_worker_warps"] (session 9's measured default): a 3x3 bf16 conv over 256 channels runs 256
     output channels per block on 8 worker warps, compiled for sm_90 without spills (a zero stack frame); a 1x1
-    fp16 conv keeps 128 channels on 8 warps; float32, folded and small-tile convs keep the compiler's warps."""
+    fp16 conv too; float32, folded and small-tile convs keep the compiler's warps."""
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
 
     spec = snippet_spec(_m("self.c = nn.Conv2d(256, 256, 3, padding=1).to(torch.bfloat16)", "self.c(x)"),
@@ -238,7 +238,7 @@ def test_large_low_precision_convs_take_8_worker_warps():
                  and not r.kernel_name.endswith("_pad_kernel")]
     assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
     one = _code_of(_m("self.c = nn.Conv2d(512, 512, 1).half()", "self.c(x)"), "[torch.randn(64, 512, 28, 28).half()]")
-    assert "@ct.kernel(num_worker_warps=8)" in one.code and "BCO=128" in one.notes[0], one.notes
+    assert "@ct.kernel(num_worker_warps=8)" in one.code and "BCO=256" in one.notes[0], one.notes
     for init, shape in (("nn.Conv2d(256, 256, 3, padding=1)", "32, 256, 56, 56"),  # float32
                         ("nn.Conv2d(3, 64, 7, stride=2, padding=3).half()", "64, 3, 224, 224"),  # folded stem
                         ("nn.Conv2d(16, 32, 3).half()", "2, 16, 9, 11")):  # small: shrunk tiles
