@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|kernels|models|prepared|prepared-norms|prepared-mem|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -27,6 +27,16 @@ for part in "$@"; do
              tail -1 "$out/gpu_tests.log"; grep -E "^(FAILED|ERROR)" "$out/gpu_tests.log" | cut -c1-240 ;;
     tests-rest) # every GPU test but the end-to-end composed files (fits one call: 198 s in session 6)
              GPU_TESTS="tests --ignore=tests/test_compose_gpu.py" bash "$0" "$out" tests-x ;;
+    mains-precomposed) # every corpus model's composed file (composed on the CPU beforehand by
+             # bench/precompose.sh into .precomposed/c.tgz, carried with the call) run with its own __main__, 15 at a
+             # time: session 9, 115 files in 83 s. (tests-compose composes on the device inside a pytest fixture,
+             # which outran pytest-timeout's 300 s in session 9)
+             rm -rf /tmp/pc && mkdir -p /tmp/pc && tar xzf .precomposed/c.tgz -C /tmp/pc
+             ls /tmp/pc/composed/*.py | timeout ${MAINS_TIMEOUT:-330} xargs -P ${MAIN_JOBS:-15} -I{} sh -c \
+               'r=$(timeout 300 python3 {} 2>&1 | grep -E "^(PASS|FAIL)|Error" | tail -1); echo "$(basename {}) $r"' \
+               > "$out/mains.txt" 2>&1
+             echo "mains: $(grep -c ' PASS' "$out/mains.txt") PASS of $(ls /tmp/pc/composed/*.py | wc -l)"
+             grep -v " PASS" "$out/mains.txt" | cut -c1-200 | head -20 ;;
     tests-compose) # the end-to-end composed-file tests alone (the slow tail of tests-x)
              GPU_TESTS="tests/test_compose_gpu.py" bash "$0" "$out" tests-x ;;
     mains) # every corpus model: compose, then run the composed file's own __main__ (PASS/FAIL count)

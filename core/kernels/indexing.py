@@ -113,8 +113,8 @@ MEMORY_TUNING: dict[str, Any] = {
     # same run, device time (session 7): >= 512 blocks 0.069 ms, >= 1024 0.078, >= 2048 0.101; one pass over
     # strips of 16 (256 blocks) 0.075, of 8 0.087 (session 5, wall time: 0.092 / 0.118 / 0.138)
     "scan_col_min_blocks": 512,
-    # load latency hint (None: none) in the chunk loops of chunked scans (and their segment totals). Not yet timed
-    # on a GPU
+    # load latency hint (None: none) in the chunk loops of chunked scans (and their segment totals). H200, session
+    # 8: no better (cumsum dim=1 64x4096x64 bf16 0.069 -> 0.071 ms, 64x1048576 fp32 0.282 -> 0.283)
     "scan_latency": None,
     # single-tile scans (rows up to scan_max_single) on the row kernels' persistent grid with their load/store
     # hints (rowwise.Layout.persist). Not yet timed on a GPU
@@ -123,7 +123,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # long-row float cumsums in one pass with a decoupled look-back (scan.py _LookBack): one chunk per block in
     # the order of an atomic ticket, each block publishing its chunk total, then its running prefix, as one
     # 64-bit (flag, float32) word that later blocks of the row read back. Reads the input once (the segmented
-    # form reads it 1.5-2x). Compiled for sm_90 and emulated; not yet run on a GPU
+    # form reads it 1.5-2x). Correct under real concurrency (tests/kernels/test_scan_lookback_gpu.py, H200 session
+    # 9: 18 passed) but slower: cumsum 64x1048576 fp32 segmented 0.282 ms, look-back chunks of 4096 / 8192 0.790 /
+    # 0.476 (the serial chain of look-backs, not the bytes, bounds it)
     "scan_lookback": False,
     # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile
     # H200, cross_entropy 4096x65536 bf16: 1024 x 4 rows 0.231 ms, 2048 x 2 0.246, 4096 x 1 row 0.198 (eager 0.452)
@@ -141,7 +143,8 @@ MEMORY_TUNING: dict[str, Any] = {
     # 0.97x eager), 256 x 16384 0.060 (0.85, 1.06x eager)
     "pool_global_elems": 16384,
     # allow_tma on the global pool's loads (None: the compiler's TMA tiles, staged in shared memory: 102 KB per
-    # block for adaptive_avg_pool2d(1) 128x512x28x28 fp32; plain loads: none). Not yet timed on a GPU
+    # block for adaptive_avg_pool2d(1) 128x512x28x28 fp32; plain loads: none). H200, session 8: plain loads 0.097
+    # ms vs TMA 0.066
     "pool_global_tma": None,
     # gather family (embedding, pad, index, ...): output elements per (BR rows x BL <= 1024 columns) tile
     "gather_tile_elems": 4096,

@@ -99,7 +99,8 @@ TUNING = {
     # 8192x4096 fp16 0.074 -> 0.068, softmax 16384x1000 bf16 0.056 -> 0.060 (noise level)
     "softmax_exp2": True,
     # single-tile softmax rows loaded and stored as int64 words (softmax_words.py): 8-byte masked stores where a
-    # row that is not a power of two long (1000 classes) stores 2 bytes per instruction. Not yet timed on a GPU
+    # row that is not a power of two long (1000 classes) stores 2 bytes per instruction. H200, session 8: slower
+    # (softmax 16384x1000 bf16 0.66 -> 0.48 of copy, 65536x1000 0.74 -> 0.51)
     "softmax_words": False,
     "lane_norm": False,
     # the same lane-wise Welford statistics for group norm's chunked channel rows (groups of unpadded C/G; the
@@ -126,17 +127,22 @@ TUNING = {
     # allow_tma on the main-input loads of multi-chunk kernels (None: the compiler's choice, TMA). tileiras
     # stages every TMA chunk load of the (unrolled) chunk loops in shared memory: the two-pass group norm takes
     # 120 KB per block and the two-pass layer norm 2048x65536 223 KB (one block per SM); plain loads need 5 KB
-    # (bench/sass_widths.py shows [R<regs> S<shared bytes>]). Not yet timed on a GPU
+    # (bench/sass_widths.py shows [R<regs> S<shared bytes>]). H200, session 8: plain loads lose (layer_norm
+    # 2048x65536 fp32 0.402 -> 0.652 ms; group norm 0.066 -> 0.063, but occupancy 4 alone gives 0.045)
     "chunk_load_tma": None,
     # @ct.kernel(num_worker_warps=...) of every row-wise kernel (None: the compiler's; tileiras 13.4 takes 4 or 8):
     # more warps share a tile, so a large single tile (a whole group norm group, a long softmax row) needs fewer
     # registers per thread. Sass (bench/sass_widths.py): group_norm(32)+silu 32x256x56x56 fp16 as one
-    # (8, 4096) tile spills without, see the session 8 results. Not yet timed on a GPU
+    # (8, 4096) tile spills without. H200, session 9 (variants_rowwise.py ww8occ1: 8 warps at one block per SM,
+    # every bench case): level or worse everywhere (argmax 0.040 -> 0.055 ms, logsumexp 0.072 -> 0.108, group
+    # norm 0.045 -> 0.088); the one-tile group norm on 8 warps 0.053 vs 0.045. Only softmax_wide_single uses 8
     "worker_warps": None,
-    # two-pass norms (no prologue, or one SameShapeGen.resident_ok accepts): this many elements of each row's first chunks stay in registers from the
-    # statistics pass to the normalizing one, so they are read from memory once (None: every chunk read twice).
-    # layer_norm 2048x65536 fp32 reads 2 x 256 KB per row now, 0.63 of a copy (0.67 is that traffic's ceiling);
-    # keeping 32768 floats (with worker_warps 8) makes it 1.5 reads, a 0.8 ceiling. Not yet timed on a GPU
+    # two-pass norms (no prologue, or one SameShapeGen.resident_ok accepts): this many elements of each row's first
+    # chunks stay in registers from the statistics pass to the normalizing one, so they are read from memory once
+    # (None: every chunk read twice). layer_norm 2048x65536 fp32 reads 2 x 256 KB per row, 0.63 of a copy (0.67
+    # is that traffic's ceiling); keeping 32768 floats would make it 1.5 reads. H200, session 9, same run: default
+    # 0.401 ms, 32768 kept on 8 worker warps 0.517, 16384 kept 0.796, 16384 on 8 warps 0.460: the register-held
+    # chunks cost more (fewer rows in flight per SM) than the reads they save
     "norm_resident_elems": None,
     # the same for two-pass softmax rows (online max / sum pass, then the normalizing pass). H200, session 9 (same
     # run as softmax_wide_single): scale+softmax 4096x32768 fp32 with 16384 / 28672 floats kept on 8 worker warps
