@@ -88,6 +88,11 @@ VARIANTS = {
     # two-pass softmax rows likewise (scale+softmax 4096x32768 fp32: 4 or 7 of 8 chunks kept, spill-free on 8 warps)
     "sresident16k_ww8": {"softmax_resident_elems": 16384, "worker_warps": 8},
     "sresident28k_ww8": {"softmax_resident_elems": 28672, "worker_warps": 8},
+    # long layer / rms norm rows split over cooperating blocks that read once (norm_split.py, session 9): 8192 /
+    # 4096 floats per block at occupancy 2 (sm_90: R128, zero frame; at the compiler's occupancy R255, and
+    # tileiras 13.4 segfaulted on the 8192 form of layer_norm 2048x65536)
+    "split8k": {"norm_split_elems": 8192},
+    "split4k": {"norm_split_elems": 4096},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
@@ -152,7 +157,8 @@ def variants_for(label: str, family: str) -> list[str]:
         names += ["words"]
     if "two-pass" in label:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
-            ["resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k", "chunkocc4"]
+            ["split8k", "split4k", "resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k",
+             "chunkocc4"]
             if "norm" in label else []) + (
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label

@@ -20,6 +20,7 @@ from .base import KernelSource, Unsupported
 from dataclasses import dataclass
 
 from .base import pow2_at_least
+from .norm_split import emit_split_row, split_plan
 from .rowwise import (FLOAT_DTYPES, NUM_SM, TUNING, Code, Kernel, Layout, Parts, SameShapeGen, cdiv, choose_tiles,
                       choose_tiles_full_row, decode, emit_ops, flit, make_layout, pow2_floor, prod, ref_of,
                       split_spec)
@@ -243,7 +244,11 @@ class _RowNorm:
         if layout.nch > 1 and layout.blocks() < NUM_SM:
             self.segments = min(pow2_floor(max(1, (2 * NUM_SM) // layout.blocks())), pow2_floor(layout.nch), 64)
         self.cps = cdiv(layout.nch, self.segments)
-        if self.segments == 1:
+        self.split = split_plan(self)
+        if self.split:
+            self.segments = 1
+            layout.hints = True
+        elif self.segments == 1:
             layout.persist(self.gen.kernel, passes=2 if layout.nch > 1 else 1)
             occ = TUNING["chunked_occupancy"]
             if occ and kind == "group" and layout.nch > 1 and not layout.persistent:  # a block per group, two walks
@@ -394,7 +399,8 @@ class _RowNorm:
         L = self.L
         kern = self.gen.kernel
         k = kern.body
-        L.emit_block_coords(k)
+        if not self.split:  # (the split rows take their coordinates from a ticket)
+            L.emit_block_coords(k)
         ax, inv_r = L.axis, flit(1.0 / L.count)
         before, extra, grid = [], [], None
         if L.nch == 1:
@@ -411,6 +417,8 @@ class _RowNorm:
                 k(f"rstd = ct.rsqrt(var + {flit(self.eps)})")
             # the chunk is still in registers: normalize it without reloading
             self.finish_tile(kern, env, ctx, "0", t)
+        elif self.split:
+            extra, grid = emit_split_row(self, kern)
         elif self.segments == 1:
             lanes = self.lane_stats
             accumulate = self.accumulate_lanes if lanes else self.accumulate_chunk
@@ -443,6 +451,8 @@ class _RowNorm:
                + (", one pass" if L.nch == 1 else f", statistics then normalize over {L.nch} chunks")
                + (f" ({kept} kept in registers)" if self.segments == 1 and (kept := self.resident_chunks()) else "")
                + (f" in {self.segments} segments per row" if self.segments > 1 else "")
+               + (f", read once: {self.split[0]} blocks per row of {self.split[1]} chunks each, held in registers, "
+                  "statistics merged through atomics" if self.split else "")
                + (f", persistent grid of {L.grid()[0]} blocks" if L.persistent else ""))
         return self.gen.finish(doc, grid=grid, before=before, extra_lines=extra)
 

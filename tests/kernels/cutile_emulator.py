@@ -25,12 +25,24 @@ import builtins
 import contextlib
 import enum
 import math
+import sys
+import threading
+import time
 import types
 from typing import Any
 
 import torch
 
-_state = types.SimpleNamespace(bid=(0, 0, 0), grid=(1, 1, 1))
+
+class _BlockState(threading.local):
+    """The running block's coordinates and grid (per thread: blocks may run concurrently, CONCURRENT_BLOCKS)."""
+
+    def __init__(self):
+        self.bid, self.grid = (0, 0, 0), (1, 1, 1)
+
+
+_state = _BlockState()
+_atomic_lock = threading.RLock()
 
 
 class PaddingMode(enum.Enum):
@@ -142,9 +154,80 @@ def _flush_deferred(all_of_them: bool = False) -> None:
     _deferred[:] = keep
 
 
+# Blocks run one after another (0), or up to this many at once in threads, started in block order as on a GPU
+# (a new one when one finishes): kernels whose blocks wait on blocks that start after them (norm_split.py's rows
+# split over cooperating blocks) need this; a launch whose running blocks all wait forever raises.
+CONCURRENT_BLOCKS = 0
+DEADLOCK_S = 60.0
+_abandon = threading.Event()  # set on a deadlock: every running block's next atomic raises, so its thread ends
+
+
+class _Abandoned(Exception):
+    pass
+
+
+def _launch_concurrent(grid, kern, args) -> None:
+    order = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    errors: list[BaseException] = []
+    slots = threading.Semaphore(CONCURRENT_BLOCKS)
+    done = [0]
+
+    def run(b):
+        try:
+            _state.bid, _state.grid = b, grid
+            kern._pyfunc(*args)
+        except _Abandoned:
+            pass
+        except BaseException as e:  # noqa: BLE001 - re-raised in the launching thread
+            errors.append(e)
+        finally:
+            with _atomic_lock:
+                done[0] += 1
+            slots.release()
+
+    threads: list[threading.Thread] = []
+    _abandon.clear()
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # spinning blocks hand the interpreter over quickly
+    try:
+        last, seen = time.monotonic(), 0
+        for b in order:
+            while not slots.acquire(timeout=0.5):
+                if errors:
+                    raise errors[0]
+                if done[0] != seen:
+                    last, seen = time.monotonic(), done[0]
+                elif time.monotonic() - last > DEADLOCK_S:
+                    _stop(threads)
+                    raise RuntimeError(f"emulated blocks deadlocked: {len(threads) - done[0]} running, none "
+                                       f"finished in {DEADLOCK_S:.0f} s")
+            t = threading.Thread(target=run, args=(b,), daemon=True)
+            threads.append(t)
+            t.start()
+        for t in threads:
+            t.join(timeout=DEADLOCK_S)
+            if t.is_alive():
+                _stop(threads)
+                raise RuntimeError("emulated blocks deadlocked: a block never finished")
+    finally:
+        sys.setswitchinterval(switch)
+    if errors:
+        raise errors[0]
+
+
+def _stop(threads: list[threading.Thread]) -> None:
+    """End the threads of an abandoned launch (their next atomic raises) before reporting it."""
+    _abandon.set()
+    for t in threads:
+        t.join(timeout=5.0)
+
+
 def launch(stream, grid, kern, args):
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     _state.grid = grid
+    if CONCURRENT_BLOCKS:
+        _launch_concurrent(grid, kern, args)
+        return
     for z in range(grid[2]):
         for y in range(grid[1]):
             for x in range(grid[0]):
@@ -321,11 +404,17 @@ class MemoryScope(enum.Enum):
 
 
 def _atomic(update_fn):
-    """An atomic read-modify-write over the gathered elements, returning the old values. Blocks run one after
-    another here, so every atomic is trivially atomic and a spin-wait on an earlier block's flag finds it set;
-    what this checks is the arithmetic and the indexing, not the memory model."""
+    """An atomic read-modify-write over the gathered elements, returning the old values (under one lock, for
+    blocks running concurrently). What this checks is the arithmetic, the indexing and, with CONCURRENT_BLOCKS,
+    the waiting protocol; not the memory model (each atomic here is sequentially consistent)."""
 
     def op(array, indices, *values, check_bounds=True, memory_order=None, memory_scope=None):
+        if _abandon.is_set():
+            raise _Abandoned("launch abandoned")
+        with _atomic_lock:
+            return _apply(array, indices, *values)
+
+    def _apply(array, indices, *values):
         shape, ok, safe = _gather_index(array, indices)
         if not bool(ok.all()):
             raise IndexError("atomic: index out of bounds")
@@ -333,7 +422,8 @@ def _atomic(update_fn):
         old = array[where].clone() if array.dim() else array.clone().expand(shape)
         vals = [_t(v).to(array.dtype).broadcast_to(shape) for v in values]
         new = update_fn(old, *vals)
-        if len(set(zip(*[s.reshape(-1).tolist() for s in safe]))) != old.numel():
+        if len(set(zip(*[s.reshape(-1).tolist() for s in safe]))) != old.numel() and not bool((new == old).all()):
+            # (lanes that only read, e.g. an add of 0, may repeat an index: every lane sees the same old value)
             raise NotImplementedError("atomic: repeated indices in one call")
         array[where] = new
         return old if shape else old.reshape(())

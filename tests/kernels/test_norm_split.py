@@ -1,0 +1,77 @@
+"""Long layer / rms norm rows split over cooperating blocks that read once (norm_split.py, TUNING
+["norm_split_elems"], off by default): compiled for sm_90 without spills, and run in the emulator with blocks as
+concurrent threads started in block order, so each block really waits for its row's segments that start after
+it. With fewer block slots than segments per row the same kernel deadlocks, which the emulator reports: the
+ticket order makes S resident blocks sufficient, not fewer."""
+
+from __future__ import annotations
+
+import pytest
+
+from . import cutile_emulator as emu
+from .cutile_emulator import check_emulated
+from .helpers_gemm import module_model, snippet_spec
+
+CASES = {  # name: (init, forward, input shape, elements per block, (segments, chunks per segment))
+    # 10 chunks of 2048 (the last one ragged) in 5 segments: the status reads clamp 8 lanes onto 5 segments
+    "layer_norm_prologue_ragged": ("self.n = nn.LayerNorm(20000)", "self.n(x * 2.0 + 1.0)", "3, 20000", 4096,
+                                   (5, 2)),
+    "rms_norm_weight": ("self.w = nn.Parameter(torch.randn(16384))", "F.rms_norm(x, (16384,), self.w)", "4, 16384",
+                        8192, (2, 4)),
+    "layer_norm_bf16_3_segments": ("self.n = nn.LayerNorm(24576).to(torch.bfloat16)", "self.n(x)",
+                                   "2, 24576", 8192, (3, 4)),
+}
+
+
+def _spec(name):
+    init, forward, shape, *_ = CASES[name]
+    dtype = ".to(torch.bfloat16)" if "bf16" in name else ""
+    return snippet_spec(module_model(init, forward, "x"), f"[torch.randn({shape}){dtype}]", "norm")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_split_rows_compile_and_match_with_concurrent_blocks(name, monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    *_, elems, (segments, cps) = CASES[name]
+    monkeypatch.setitem(TUNING, "norm_split_elems", elems)
+    spec = _spec(name)
+    source = generate_kernel(spec)
+    assert f"read once: {segments} blocks per row of {cps} chunks" in source.notes[0], source.notes
+    (record,) = trace_launches(source, spec)
+    assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
+    monkeypatch.setattr(emu, "CONCURRENT_BLOCKS", segments + 1)
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+
+
+def test_fewer_block_slots_than_segments_deadlock(monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    monkeypatch.setitem(TUNING, "norm_split_elems", 4096)
+    spec = _spec("layer_norm_prologue_ragged")
+    source = generate_kernel(spec)
+    monkeypatch.setattr(emu, "CONCURRENT_BLOCKS", 4)  # < 5 segments per row: every running block waits
+    monkeypatch.setattr(emu, "DEADLOCK_S", 2.0)
+    with pytest.raises(RuntimeError, match="deadlocked"):
+        check_emulated(spec, source)
+
+
+def test_split_rows_only_where_they_apply(monkeypatch):
+    """Off by default; with the knob, rows that fit one tile keep the one-pass form and a prologue whose values
+    and an epilogue (SameShapeGen.resident_ok: the epilogue could read the prologue's values) keeps the two
+    passes."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    assert "read once" not in generate_kernel(_spec("rms_norm_weight")).notes[0]
+    monkeypatch.setitem(TUNING, "norm_split_elems", 8192)
+    short = snippet_spec(module_model("self.n = nn.LayerNorm(4096)", "self.n(x)", "x"), "[torch.randn(8, 4096)]",
+                         "norm")
+    assert "read once" not in generate_kernel(short).notes[0]
+    both = snippet_spec(module_model("self.n = nn.LayerNorm(20000)", "torch.relu(self.n(x * 2.0))", "x"),
+                        "[torch.randn(3, 20000)]", "norm")
+    assert "read once" not in generate_kernel(both).notes[0]
