@@ -237,6 +237,13 @@ def test_large_low_precision_convs_take_8_worker_warps():
     (record,) = [r for r in trace_launches(source, spec) if r.kernel_name.endswith("_kernel")
                  and not r.kernel_name.endswith("_pad_kernel")]
     assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
+    for init, shape in (("nn.ConvTranspose2d(256, 256, 4, stride=2, padding=1).half()", "16, 256, 32, 32"),
+                        ("nn.Conv3d(128, 256, 3, padding=1).half()", "4, 128, 16, 32, 32")):
+        other = snippet_spec(_m(f"self.c = {init}", "self.c(x)"), f"[torch.randn({shape}).half()]", FAMILY)
+        src = generate_kernel(other)
+        assert "num_worker_warps=8" in src.code and "BCO=256" in src.notes[0], (init, src.notes)
+        (rec,) = [r for r in trace_launches(src, other) if not r.kernel_name.endswith("_pad_kernel")]
+        assert kernel_resources(compile_cubin(rec, "sm_90", specialize=True))["frame"] == 0, init
     one = _code_of(_m("self.c = nn.Conv2d(512, 512, 1).half()", "self.c(x)"), "[torch.randn(64, 512, 28, 28).half()]")
     assert "@ct.kernel(num_worker_warps=8)" in one.code and "BCO=256" in one.notes[0], one.notes
     for init, shape in (("nn.Conv2d(256, 256, 3, padding=1)", "32, 256, 56, 56"),  # float32
