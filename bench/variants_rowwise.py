@@ -88,7 +88,7 @@ VARIANTS = {
     # two-pass softmax rows likewise (scale+softmax 4096x32768 fp32: 4 or 7 of 8 chunks kept, spill-free on 8 warps)
     "sresident16k_ww8": {"softmax_resident_elems": 16384, "worker_warps": 8},
     "sresident28k_ww8": {"softmax_resident_elems": 28672, "worker_warps": 8},
-    # long layer / rms norm rows split over cooperating blocks that read once (norm_split.py, session 9): 8192 /
+    # long norm rows (and group norm groups) split over cooperating blocks that read once (norm_split.py, session 9): 8192 /
     # 4096 floats per block at occupancy 2 (sm_90: R128, zero frame; at the compiler's occupancy R255, and
     # tileiras 13.4 segfaulted on the 8192 form of layer_norm 2048x65536)
     "split8k": {"norm_split_elems": 8192},
@@ -148,7 +148,7 @@ COMMON = ["default", "ww8", "ww8occ1", "unchecked", "old", "nopersist", "persist
 
 def variants_for(label: str, family: str) -> list[str]:
     if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
-        return ["default", "gn1ww8", "ww8occ1", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
+        return ["default", "split8k", "split4k", "gn1ww8", "ww8occ1", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
                 "chunkldg_occ4", "chunkldg_lat"]
     names = list(COMMON)
     if family in ("softmax", "norm"):

@@ -1,4 +1,5 @@
-"""Layer / rms norm rows too long for one block's registers, read once (TUNING["norm_split_elems"]).
+"""Norm rows too long for one block's registers, read once (TUNING["norm_split_elems"]): layer / rms /
+instance norm rows and group norm groups.
 
 The two-pass form reads a long row twice (statistics, then normalize): 0.67 of a copy at best. Here each row is
 split over S blocks, each holding its segment (whole chunks) in registers: a block takes an atomic ticket (row =
@@ -21,11 +22,12 @@ LOW32 = "4294967295"
 
 
 def split_plan(norm) -> tuple[int, int] | None:
-    """(blocks per row S, chunks per block) for a long layer / rms norm row, or None: TUNING["norm_split_elems"]
-    set, rows of one row per tile, several chunks, a prologue the registers can stand for (resident_ok), at
-    least two segments. Chunks per block: the largest divisor of the chunk count within the element budget."""
+    """(blocks per row S, chunks per block) for a long norm row (layer, rms, instance; a group norm's group, as
+    flat rows or channel rows), or None: TUNING["norm_split_elems"] set, one row per tile, several chunks, a
+    prologue the registers can stand for (resident_ok), at least two segments. Chunks per block: the largest
+    divisor of the chunk count within the element budget."""
     elems, L = TUNING["norm_split_elems"], norm.L
-    if not elems or norm.kind not in ("layer", "rms") or L.kind != "row" or L.BO != 1 or L.nch < 2:
+    if not elems or L.kind not in ("row", "group") or L.BO != 1 or L.nch < 2:
         return None
     if not norm.gen.resident_ok():
         return None
@@ -50,7 +52,11 @@ def emit_split_row(norm, kern: Kernel) -> tuple[list[str], tuple[int]]:
     k(f"tid = ct.atomic_add({ticket}, 0, 1, {RELAXED})")
     k(f"seg = tid % {S}")
     k(f"pid = tid // {S}")
-    k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
+    if L.kind == "group":  # group norm's channel rows: (group, channel row, position) tiles
+        k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None, None]")
+        k(f"chans = ct.arange({L.BC}, dtype=ct.int32)[None, :, None]")
+    else:
+        k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
     norm.init_stats(k)
     for i in range(cps):  # the segment's chunks, kept in registers
         k(f"c{i} = seg * {cps} + {i}" if cps > 1 else f"c{i} = seg")

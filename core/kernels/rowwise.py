@@ -144,13 +144,14 @@ TUNING = {
     # 0.401 ms, 32768 kept on 8 worker warps 0.517, 16384 kept 0.796, 16384 on 8 warps 0.460: the register-held
     # chunks cost more (fewer rows in flight per SM) than the reads they save
     "norm_resident_elems": None,
-    # two-pass layer / rms norm rows split over cooperating blocks that read once (norm_split.py): each block holds
-    # this many elements of a row (whole chunks) in registers, publishes its segment's statistics through 64-bit
-    # atomic words, waits for its row's other segments (taken in atomic-ticket order, so they have started or
-    # will start: no deadlock), merges them and normalizes from registers (None: off). layer_norm 2048x65536
-    # fp32 would read its input once (the two-pass form reads it twice: 0.63 of a copy, 0.67 its ceiling), with
-    # the register footprint of the one-pass 8192-float rows (0.86 of a copy). Compiled for sm_90 and emulated
-    # with concurrently running blocks; not yet timed on a GPU
+    # two-pass norm rows (layer / rms / instance rows, group norm groups) split over cooperating blocks that read
+    # once (norm_split.py): each block holds this many elements of a row (whole chunks) in registers, publishes
+    # its segment's statistics through 64-bit atomic words, waits for its row's other segments (taken in
+    # atomic-ticket order, so they have started or will start: no deadlock), merges them and normalizes from
+    # registers (None: off). layer_norm 2048x65536 fp32 would read its input once (the two-pass form reads it
+    # twice: 0.63 of a copy, 0.67 its ceiling) with the register footprint of the one-pass 8192-float rows (0.86
+    # of a copy); group_norm(32)+silu 32x256x56x56 fp16 likewise (0.67 now). Compiled for sm_90 (R128, zero
+    # frame) and emulated with concurrently running blocks; not yet timed on a GPU
     "norm_split_elems": None,
     "norm_split_occupancy": 2,  # the occupancy hint of those kernels (None: the compiler's)
     # the same for two-pass softmax rows (online max / sum pass, then the normalizing pass). H200, session 9 (same

@@ -20,6 +20,14 @@ CASES = {  # name: (init, forward, input shape, elements per block, (segments, c
                         8192, (2, 4)),
     "layer_norm_bf16_3_segments": ("self.n = nn.LayerNorm(24576).to(torch.bfloat16)", "self.n(x)",
                                    "2, 24576", 8192, (3, 4)),
+    # group norm as channel rows ((1, 8, 512) tiles: 8 x 3136 in 7 ragged chunks; 8 x 4096 in 8) and as flat
+    # rows (1024 channels of 4 x 4 per group: rows of 16384)
+    "group_norm_silu_channel_rows": ("self.g = nn.GroupNorm(4, 32)", "F.silu(self.g(x))", "2, 32, 56, 56", 8192,
+                                     (7, 1)),
+    "group_norm_channel_rows": ("self.g = nn.GroupNorm(2, 16)", "self.g(x)", "1, 16, 64, 64", 8192, (4, 2)),
+    "group_norm_flat_rows": ("self.g = nn.GroupNorm(2, 2048)", "self.g(x)", "2, 2048, 4, 4", 8192, (2, 2)),
+    "instance_norm_affine": ("self.i = nn.InstanceNorm2d(3, affine=True)", "self.i(x)", "2, 3, 100, 100", 4096,
+                             (3, 1)),
 }
 
 
@@ -35,11 +43,16 @@ def test_split_rows_compile_and_match_with_concurrent_blocks(name, monkeypatch):
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
     from tilestudio.core.kernels.rowwise import TUNING
 
+    from tilestudio.core.kernels import norm, rowwise
+
     *_, elems, (segments, cps) = CASES[name]
     monkeypatch.setitem(TUNING, "norm_split_elems", elems)
+    monkeypatch.setattr(norm, "NUM_SM", 1)  # (the channel-row group layout wants a grid of NUM_SM groups)
+    monkeypatch.setattr(rowwise, "NUM_SM", 1)
     spec = _spec(name)
     source = generate_kernel(spec)
     assert f"read once: {segments} blocks per row of {cps} chunks" in source.notes[0], source.notes
+    assert ("tile (1, 8, 512)" in source.notes[0]) == name.endswith("channel_rows"), source.notes
     (record,) = trace_launches(source, spec)
     assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
     monkeypatch.setattr(emu, "CONCURRENT_BLOCKS", segments + 1)

@@ -14,6 +14,11 @@ CASES = [  # name, init, forward, input shape, dtype, elements per block
     ("layer_norm_4k_blocks", "self.n = nn.LayerNorm(65536)", "self.n(x)", (512, 65536), "float32", 4096),
     ("rms_norm_bf16", "", "F.rms_norm(x, (32768,))", (1024, 32768), "bfloat16", 8192),
     # ragged: 5 segments of 2 chunks (the last chunk padded), a prologue held in registers
+    # group norm groups: channel rows (8 x 3136, 7 ragged chunks) and instance norm rows
+    ("group_norm_silu", "self.g = nn.GroupNorm(32, 256).half()", "F.silu(self.g(x))", (32, 256, 56, 56),
+     "float16", 8192),
+    ("instance_norm", "self.i = nn.InstanceNorm2d(64, affine=True)", "self.i(x)", (8, 64, 200, 200), "float32",
+     8192),
     ("layer_norm_prologue_unaligned", "self.n = nn.LayerNorm(20000)", "self.n(x * 2.0 + 1.0)", (999, 20000),
      "float32", 4096),
 ]
