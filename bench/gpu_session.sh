@@ -101,11 +101,11 @@ for part in "$@"; do
     prepared-split) # session 9's split rows (norm_split.py, off): the norm GPU test first (blocks of a
              # row wait on each other through atomics; a hang is killed by the timeouts), then the long norms
              timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE \
-               tests/kernels/test_norm_split_gpu.py > "$out/prepared_split.log" 2>&1
+               tests/kernels/test_split_rows_gpu.py > "$out/prepared_split.log" 2>&1
              tail -1 "$out/prepared_split.log"; grep -E "^(FAILED|ERROR)" "$out/prepared_split.log" | cut -c1-200
              if grep -q " passed" "$out/prepared_split.log" && ! grep -qE "failed|error" "$out/prepared_split.log"; then
-               timeout ${VARIANTS_TIMEOUT:-170} python3 bench/variants_rowwise.py --cases "layer_norm 2048,group_norm" \
-                 --variants default,split8k,split4k --budget 150 > "$out/prepared_split.txt" 2>&1
+               timeout ${VARIANTS_TIMEOUT:-170} python3 bench/variants_rowwise.py --cases "layer_norm 2048,group_norm,131072" \
+                 --variants default,split8k,split4k,ssplit8k,ssplit16k --budget 150 > "$out/prepared_split.txt" 2>&1
                tail -4 "$out/prepared_split.txt"
              fi ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \

@@ -51,6 +51,9 @@ CASE_LABELS = [
 EXTRA_CASES = [
     ("softmax", "log_softmax rows 8192x4096 fp16", "def forward(self, x):\n        return torch.log_softmax(x, -1)",
      "[torch.randn(8192, 4096).half()]", "mem", None),
+    # a vocabulary-size row (past softmax_wide_single: two passes, or split rows read once)
+    ("softmax", "softmax rows 2048x131072 fp32 (two-pass rows)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(2048, 131072)]", "mem", None),
 ]
 
 # name -> TUNING overrides; "old" reproduces last session's generator (non-persistent, no hints, small tiles)
@@ -93,6 +96,9 @@ VARIANTS = {
     # tileiras 13.4 segfaulted on the 8192 form of layer_norm 2048x65536)
     "split8k": {"norm_split_elems": 8192},
     "split4k": {"norm_split_elems": 4096},
+    # softmax rows past 32768 likewise (softmax_split.py): sm_90 R128, zero frame for 8192 and 16384 fp32
+    "ssplit8k": {"softmax_split_elems": 8192},
+    "ssplit16k": {"softmax_split_elems": 16384},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
@@ -162,7 +168,7 @@ def variants_for(label: str, family: str) -> list[str]:
             if "norm" in label else []) + (
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
-            else [])
+            else []) + (["ssplit8k", "ssplit16k"] if "131072" in label else [])
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]
     if "inner dim" in label:

@@ -153,7 +153,10 @@ TUNING = {
     # of a copy); group_norm(32)+silu 32x256x56x56 fp16 likewise (0.67 now). Compiled for sm_90 (R128, zero
     # frame) and emulated with concurrently running blocks; not yet timed on a GPU
     "norm_split_elems": None,
-    "norm_split_occupancy": 2,  # the occupancy hint of those kernels (None: the compiler's)
+    # the same for softmax / log_softmax rows longer than softmax_wide_single (softmax_split.py): each block holds
+    # its segment, publishes its max and sum of exponentials; compiled and emulated, not yet timed on a GPU
+    "softmax_split_elems": None,
+    "split_occupancy": 2,  # the occupancy hint of split-row kernels (None: the compiler's; see norm_split_elems)
     # the same for two-pass softmax rows (online max / sum pass, then the normalizing pass). H200, session 9 (same
     # run as softmax_wide_single): scale+softmax 4096x32768 fp32 with 16384 / 28672 floats kept on 8 worker warps
     # 0.281 / 0.287 ms, behind the one-pass row (0.271)

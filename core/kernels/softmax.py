@@ -13,6 +13,7 @@ from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr_math import fast_exp
 from .rowwise import TUNING, SameShapeGen, choose_tiles_full_row, decode, make_layout, norm_dims, split_spec
+from .softmax_split import emit_split_row, split_plan
 from .softmax_words import generate_words, words_fit
 
 _OPS = {"softmax": (False, False), "_softmax": (False, False), "_safe_softmax": (False, True),
@@ -35,12 +36,21 @@ def generate(spec: KernelSpec) -> KernelSource:
     gen = SameShapeGen(spec, parts, layout)
     if wide and TUNING["softmax_wide_worker_warps"]:
         gen.kernel.options["num_worker_warps"] = int(TUNING["softmax_wide_worker_warps"])
+    split = split_plan(gen)
+    what = "log_softmax" if log else "softmax"
+    if split:  # rows split over cooperating blocks, read once
+        layout.hints = True
+        g = _Softmax(gen, log, safe)
+        extra, grid = emit_split_row(g, *split, _exp)
+        return gen.finish(f"{', '.join(spec.operations)}: {what} over dim {dims} of {shape} as rows "
+                          f"{layout.view_shape}, tile {layout.tile}, read once: {split[0]} blocks per row of "
+                          f"{split[1]} chunks each, held in registers, max and sum merged through atomics",
+                          grid=grid, extra_lines=extra)
     layout.persist(gen.kernel, passes=2 if layout.nch > 1 else 1, allow=not wide)
     if words_fit(parts, layout):
         return generate_words(gen, log, safe, _exp)
     g = _Softmax(gen, log, safe)
     g.emit()
-    what = "log_softmax" if log else "softmax"
     doc = (f"{', '.join(spec.operations)}: {what} over dim {dims} of {shape} as {layout.kind} {layout.view_shape}, "
            f"tile {layout.tile}" + (", one pass" if layout.nch == 1 else f", two passes over {layout.nch} chunks")
            + (f" ({kept} kept in registers)" if (kept := g.resident_chunks()) else "")

@@ -88,3 +88,33 @@ def test_split_rows_only_where_they_apply(monkeypatch):
     both = snippet_spec(module_model("self.n = nn.LayerNorm(20000)", "torch.relu(self.n(x * 2.0))", "x"),
                         "[torch.randn(3, 20000)]", "norm")
     assert "read once" not in generate_kernel(both).notes[0]
+
+
+SOFTMAX_CASES = {  # name: (init, forward, input shape, elements per block, (segments, chunks per segment))
+    # 10 chunks of 4096 (the last ragged) in 5 segments of 2, a prologue held in registers
+    "scaled_softmax_ragged": ("", "torch.softmax(x * 0.125, -1)", "3, 40000", 8192, (5, 2)),
+    "log_softmax_bf16": ("", "torch.log_softmax(x, -1)", "2, 65536", 16384, (4, 4)),
+    # whole segments of -inf (every column from 10000 on is masked: three of the five segments hold only -inf)
+    "safe_softmax_masked_segments": ("self.register_buffer('m', torch.arange(40000) >= 10000)",
+                                     "torch.ops.aten._safe_softmax(x.masked_fill(self.m, float('-inf')), -1)",
+                                     "2, 40000", 8192, (5, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAX_CASES))
+def test_split_softmax_rows(name, monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    init, forward, shape, elems, (segments, cps) = SOFTMAX_CASES[name]
+    monkeypatch.setitem(TUNING, "softmax_split_elems", elems)
+    dtype = ".to(torch.bfloat16)" if "bf16" in name else ""
+    spec = snippet_spec(module_model(init, forward, "x"), f"[torch.randn({shape}){dtype}]", "softmax")
+    source = generate_kernel(spec)
+    assert f"read once: {segments} blocks per row of {cps} chunks" in source.notes[0], source.notes
+    (record,) = trace_launches(source, spec)
+    assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
+    monkeypatch.setattr(emu, "CONCURRENT_BLOCKS", segments + 2)
+    result = check_emulated(spec, source)
+    assert result.ok, result.message

@@ -1,0 +1,93 @@
+"""Rows too long for one block's registers, read once: each row is split over S cooperating blocks.
+
+A two-pass row kernel (statistics, then normalize) reads a long row twice: 0.67 of a copy at best. Here a block
+takes an atomic ticket (row = ticket // S, segment = ticket % S), loads its segment's chunks into registers,
+reduces them to a few float32 statistics, publishes each as a 64-bit word (flag 1 << 32 | float32 bits: one
+atomic exchange publishes a value and its flag together, so relaxed ordering suffices), spins until every
+segment of its row has published, merges them, and finishes its chunks from registers. Deadlock-free because
+tickets are taken in start order: while a row is incomplete, the running blocks that wait hold the lowest
+unfinished tickets, all of one row, at most S - 1 of them, so a free slot starts the next ticket (the GPU holds
+far more than S blocks). The ticket and the status words are zeroed by the wrapper on every call. Users:
+norm_split.py (layer / rms / instance / group norm), softmax_split.py.
+"""
+
+from __future__ import annotations
+
+from .base import pow2_at_least
+from .rowwise import Kernel, Layout
+
+RELAXED = "memory_order=ct.MemoryOrder.RELAXED"
+LOW32 = "4294967295"
+
+
+def plan(L: Layout, elems) -> tuple[int, int] | None:
+    """(segments S, chunks per segment) for rows of one-row tiles with several chunks, or None (elems unset, or
+    fewer than two segments). Chunks per segment: the largest divisor of the chunk count within `elems`."""
+    if not elems or L.kind not in ("row", "group") or L.BO != 1 or L.nch < 2:
+        return None
+    cps = max([d for d in range(1, L.nch + 1) if L.nch % d == 0 and d * L.chunk_elems <= int(elems)] or [1])
+    segments = L.nch // cps
+    return (segments, cps) if segments >= 2 else None
+
+
+class SplitRow:
+    """The protocol's code in `kern`: coordinates from the ticket, publishing, waiting and reading back."""
+
+    def __init__(self, kern: Kernel, L: Layout, segments: int, prefix: str, names: list[str]):
+        self.kern, self.L, self.S, self.prefix, self.names = kern, L, segments, prefix, names
+        self.k = kern.body
+
+    def emit_coords(self) -> None:
+        k, L, S = self.k, self.L, self.S
+        ticket = self.kern.tensor(f"{self.prefix}_ticket", f"{self.prefix}_ticket")
+        k(f"tid = ct.atomic_add({ticket}, 0, 1, {RELAXED})")
+        k(f"seg = tid % {S}")
+        k(f"pid = tid // {S}")
+        if L.kind == "group":  # group norm's channel rows: (group, channel row, position) tiles
+            k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None, None]")
+            k(f"chans = ct.arange({L.BC}, dtype=ct.int32)[None, :, None]")
+        else:
+            k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
+
+    def status(self, v: str) -> str:
+        return self.kern.tensor(f"st_{v}", f"{self.prefix}_st_{v}")
+
+    def publish(self) -> None:
+        """Publish each statistic `v` (a one-element tile in scope under its name) for this segment."""
+        for v in self.names:
+            word = f"(1 << 32) | (ct.bitcast(ct.sum({v}), ct.int32).astype(ct.int64) & {LOW32})"
+            self.k(f"ct.atomic_xchg({self.status(v)}, (pid, seg), {word}, {RELAXED})")
+
+    def gather(self) -> str:
+        """Wait until every segment of the row has published; `a_<v>` are then (Sp,) tiles of their values
+        (Sp = S rounded up to a power of two; lanes past S repeat the last segment). Returns the live-lane mask."""
+        k, S = self.k, self.S
+        sp = pow2_at_least(S)
+        k(f"sidx = ct.arange({sp}, dtype=ct.int32)")
+        segs = "sidx" if sp == S else f"ct.minimum(sidx, {S - 1})"
+
+        def read():
+            for v in self.names:
+                k(f"w_{v} = ct.atomic_add({self.status(v)}, (pid, {segs}), 0, {RELAXED})")
+            if len(self.names) > 1:
+                out = f"w_{self.names[0]}"
+                for v in self.names[1:]:
+                    out = f"ct.minimum({out}, w_{v})"
+                k(f"w_min = {out}")
+
+        read()
+        lowest = "w_min" if len(self.names) > 1 else f"w_{self.names[0]}"
+        with k.block(f"while ct.min({lowest}) < 4294967296:"):  # a word without its flag: not yet published
+            read()
+        for v in self.names:
+            k(f"a_{v} = ct.bitcast((w_{v} & {LOW32}).astype(ct.int32), ct.float32)")
+        return f"sidx < {S}"
+
+    def workspace(self, device: str) -> list[str]:
+        dev = f"{device}.device"
+        return ([f"{self.prefix}_ticket = torch.zeros((1,), dtype=torch.int32, device={dev})"]
+                + [f"{self.prefix}_st_{v} = torch.zeros(({self.L.O}, {self.S}), dtype=torch.int64, device={dev})"
+                   for v in self.names])
+
+    def grid(self) -> tuple[int]:
+        return (self.L.O * self.S,)
