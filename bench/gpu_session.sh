@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-split|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-split|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -98,6 +98,12 @@ for part in "$@"; do
                timeout ${VARIANTS_TIMEOUT:-90} python3 bench/variants_memory.py --only "${only%%:*}" --match "${only##*:}" \
                  >> "$out/prepared_sizes.txt" 2>> "$out/prepared_sizes.err"
              done; grep -E "smaller|bigger|\*|eager" "$out/prepared_sizes.txt" | cut -c1-120 ;;
+    prepared-gemm) # session 9's candidates for the last GEMM gap (linear+gelu at 0.99x eager, mm 8192 0.96 of
+             # cuBLAS): the 128x256 / 8-warp default walked by a persistent grid, and clusters of 2
+             for only in "linear+gelu" "mm 8192"; do for m in "persistent 128x256" "ctas=2"; do
+               timeout ${VARIANTS_TIMEOUT:-75} python3 bench/variants_gemm.py --only "$only" --match "$m" \
+                 >> "$out/prepared_gemm2.txt" 2>> "$out/prepared_gemm2.err"
+             done; done; grep -E "^(mm|linear)" "$out/prepared_gemm2.txt" | cut -c1-120 ;;
     prepared-split) # session 9's split rows (norm_split.py, off): the norm GPU test first (blocks of a
              # row wait on each other through atomics; a hang is killed by the timeouts), then the long norms
              timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE \

@@ -72,6 +72,8 @@ CASES = [
       ("bias in the accumulator", {"mm_bias_in_acc": True}),
       ("store without TMA", {"mm_store_tma": False}),
       ("persistent 128x256x64 8 warps", {"mm_persistent": 1}),
+      # a cluster of 2 (TMA multicast of the shared operand); sm_90 R168, zero frame with 128x256 on 8 warps
+      ("ctas=2", {"mm_num_ctas": 2}),
       ("persistent, 2 blocks/SM", {"mm_persistent": 2}, X),
       ("128x256x64 compiler's warps", {"mm_worker_warps": None}, X)]),
     ("bmm 64x1024x128x1024 bf16", _mod("", "torch.bmm(a, b)", "a, b"),
