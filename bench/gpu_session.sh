@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-split|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -104,6 +104,9 @@ for part in "$@"; do
                timeout ${VARIANTS_TIMEOUT:-75} python3 bench/variants_gemm.py --only "$only" --match "$m" \
                  >> "$out/prepared_gemm2.txt" 2>> "$out/prepared_gemm2.err"
              done; done; grep -E "^(mm|linear)" "$out/prepared_gemm2.txt" | cut -c1-120 ;;
+    prepared-scan) # session 9's tensor-core chunk scan for 16-bit cumsums over a middle dim (scan_mma, off)
+             timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "cumsum dim=1" --match "tensor-core" \
+               > "$out/prepared_scan_mma.txt" 2> "$out/prepared_scan_mma.err"; tail -6 "$out/prepared_scan_mma.txt" | cut -c1-120 ;;
     prepared-split) # session 9's split rows (norm_split.py, off): the norm GPU test first (blocks of a
              # row wait on each other through atomics; a hang is killed by the timeouts), then the long norms
              timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE \

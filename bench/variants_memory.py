@@ -137,6 +137,12 @@ VARIANTS = {
         ("bi 64, chunk 4096, >=2048 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
                                               "scan_col_min_blocks": 2048}),
         ("bi 64, chunk 4096, >=512 blocks, 8 worker warps", {"worker_warps": 8}),
+        # each (64 x 64) chunk scanned on tensor cores as lower-triangular ones @ chunk (session 9, scan_mma):
+        # with the default segments, with fewer (a cheaper chunk step makes longer serial chains affordable),
+        # and one pass
+        ("bi 64, chunk 4096, >=512 blocks, tensor-core chunks", {"scan_mma": True}),
+        ("bi 64, chunk 4096, >=128 blocks, tensor-core chunks", {"scan_mma": True, "scan_col_min_blocks": 128}),
+        ("bi 64, chunk 4096, one pass, tensor-core chunks", {"scan_mma": True, "scan_col_min_blocks": 0}),
         # one pass (session 8): a block per (row, chunk) in ticket order, per-lane decoupled look-back
         ("one pass, chunk 4096 (lookback)", {"scan_lookback": True}),
         ("one pass, chunk 2048 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 2048}),

@@ -120,6 +120,13 @@ MEMORY_TUNING: dict[str, Any] = {
     # hints (rowwise.Layout.persist). Not yet timed on a GPU
     "scan_persistent": False,
     "scan_max_segments": 64,
+    # cumsum over a middle dim of 16-bit inputs (no prologue: the operand must be exact in its own dtype) on
+    # tensor cores: each (BR x BI) chunk tile is scanned as tri @ x, tri the BR x BR lower-triangular ones
+    # (exact in fp16/bf16; float32 accumulation), instead of ct.cumsum along the tile's middle axis. cumsum dim=1
+    # 64x4096x64 bf16 runs at 0.28 of a copy and is no faster with fewer, longer serial chains (one pass over
+    # strips of 16: 0.075 ms vs 0.069), so the in-tile scan is the suspect. Compiled for sm_90 and emulated; not
+    # yet timed on a GPU
+    "scan_mma": False,
     # long-row float cumsums in one pass with a decoupled look-back (scan.py _LookBack): one chunk per block in
     # the order of an atomic ticket, each block publishing its chunk total, then its running prefix, as one
     # 64-bit (flag, float32) word that later blocks of the row read back. Reads the input once (the segmented

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
+from .gemm_common import CT_DTYPES
 from .indexing import MEMORY_TUNING
 from .rowwise import (FLOAT_DTYPES, Kernel, SameShapeGen, cdiv, choose_tiles_full_row, decode, input_ctx,
                       make_layout, norm_dims, pow2_floor, prod, split_spec)
@@ -74,11 +75,15 @@ def generate(spec: KernelSpec) -> KernelSource:
         while layout.blocks() * segments < target and segments * 2 <= cap:
             segments *= 2
     scan = _Scan(gen, kind, acc, segments if segments >= 2 else 1)
+    if (MEMORY_TUNING["scan_mma"] and kind == "cumsum" and in_dtype in ("float16", "bfloat16") and not parts.prologue
+            and layout.kind == "col" and layout.BO == 1 and layout.BR >= 16 and layout.BI >= 16):
+        scan.mma_dtype = CT_DTYPES[in_dtype]
     scan.emit()
     doc = (f"{', '.join(spec.operations)}: {kind} along dim {dims} of {shape} as {layout.kind} "
            f"{layout.view_shape}, tile {layout.tile}"
            + ("" if layout.nch == 1 else f", {layout.nch} chunks with a carry")
-           + (f", rows cut in {scan.segments} segments whose totals are scanned first" if scan.segments > 1 else ""))
+           + (f", rows cut in {scan.segments} segments whose totals are scanned first" if scan.segments > 1 else "")
+           + (", each chunk scanned on tensor cores (lower-triangular ones @ chunk)" if scan.mma_dtype else ""))
     if scan.segments > 1:
         return gen.finish(doc, grid=layout.grid() + (scan.segments,), before=[scan.totals],
                           extra_lines=scan.ws_lines)
@@ -98,6 +103,7 @@ class _Scan:
         self.cps = cdiv(self.L.nch, segments)
         self.totals = None
         self.ws_lines: list[str] = []
+        self.mma_dtype: str | None = None  # cumsum chunks as tri @ x on tensor cores (MEMORY_TUNING["scan_mma"])
 
     def arg_combine(self) -> str:
         """The (value, index) combine of cummax/cummin: lexicographic max/min of (value, index) (associative;
@@ -108,6 +114,11 @@ class _Scan:
 
     def scan_tile(self, t: str) -> list[str]:
         k, ax = self.k, self.L.axis
+        if self.kind == "cumsum" and self.mma_dtype:  # (1, BR, BI): tri (BR x BR) @ chunk (BR x BI)
+            L = self.L
+            k(f"xm = ct.reshape({t}, ({L.BR}, {L.BI})).astype({self.mma_dtype})")
+            k(f"y = ct.reshape(ct.mma(tri, xm, ct.full(({L.BR}, {L.BI}), 0.0, dtype=ct.float32)), {L.tile})")
+            return ["y"]
         if self.kind == "cumsum":
             k(f"y = ct.cumsum({t}, axis={ax})")
             return ["y"]
@@ -222,6 +233,10 @@ class _Scan:
             if self.kind in ("cummax", "cummin"):
                 k(f"carry_i = ct.full({L.red_tile}, -1, dtype=ct.int32)")
             header = f"for c in range({L.nch}):"
+        if self.mma_dtype:  # lower-triangular ones (row >= column), built once per block
+            n = L.BR
+            k(f"tri = ct.where(ct.arange({n}, dtype=ct.int32)[:, None] >= ct.arange({n}, dtype=ct.int32)[None, :], "
+              f"1.0, 0.0).astype({self.mma_dtype})")
         if chunked:
             ctx_block = k.block(header)
             ctx_block.__enter__()

@@ -1,0 +1,45 @@
+"""MEMORY_TUNING["scan_mma"] (off by default): a 16-bit cumsum over a middle dim scans each (BR x BI) chunk as
+lower-triangular ones @ chunk on tensor cores; compiled for sm_90 and matched to the reference in the emulator,
+segmented and one-pass, aligned and ragged. Float32 inputs (tensor-core float32 would round to tf32) and row
+layouts keep ct.cumsum."""
+
+from __future__ import annotations
+
+import pytest
+
+from .cutile_emulator import check_emulated
+from .helpers import compile_spec
+from .helpers_gemm import module_model, snippet_spec
+
+CASES = {  # name: (forward, input, MEMORY_TUNING overrides)
+    "bf16_segmented": ("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64).to(torch.bfloat16)", {}),
+    "fp16_ragged": ("torch.cumsum(x, 1)", "torch.randn(3, 1000, 40).half()", {}),
+    "bf16_one_pass_epilogue": ("torch.cumsum(x, 1) * 0.5", "torch.randn(2, 3000, 96).to(torch.bfloat16)",
+                               {"scan_col_min_blocks": 0}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tensor_core_chunk_scan(name, monkeypatch):
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    forward, inputs, overrides = CASES[name]
+    monkeypatch.setitem(MEMORY_TUNING, "scan_mma", True)
+    for key, value in overrides.items():
+        monkeypatch.setitem(MEMORY_TUNING, key, value)
+    spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
+    source = compile_spec(spec, ("sm_90",))
+    assert "scanned on tensor cores" in source.notes[0] and "ct.mma(tri" in source.code, source.notes
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+
+
+def test_tensor_core_chunk_scan_only_where_exact(monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_mma", True)
+    for forward, inputs in (("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64)"),  # float32
+                            ("torch.cumsum(x, -1)", "torch.randn(64, 100000).half()")):  # rows
+        spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
+        assert "tensor cores" not in generate_kernel(spec).notes[0], forward
