@@ -104,9 +104,12 @@ for part in "$@"; do
                timeout ${VARIANTS_TIMEOUT:-75} python3 bench/variants_gemm.py --only "$only" --match "$m" \
                  >> "$out/prepared_gemm2.txt" 2>> "$out/prepared_gemm2.err"
              done; done; grep -E "^(mm|linear)" "$out/prepared_gemm2.txt" | cut -c1-120 ;;
-    prepared-scan) # session 9's tensor-core chunk scan for 16-bit cumsums over a middle dim (scan_mma, off)
-             timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "cumsum dim=1" --match "tensor-core" \
-               > "$out/prepared_scan_mma.txt" 2> "$out/prepared_scan_mma.err"; tail -6 "$out/prepared_scan_mma.txt" | cut -c1-120 ;;
+    prepared-scan) # session 9's tensor-core scans (off): 16-bit cumsum over a middle dim (scan_mma), one-tile
+             # float rows (scan_mma_rows)
+             for only in "cumsum dim=1" "cumsum 4096x4096"; do
+               timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "$only" --match "tensor-core" \
+                 >> "$out/prepared_scan_mma.txt" 2>> "$out/prepared_scan_mma.err"
+             done; grep -E "cumsum" "$out/prepared_scan_mma.txt" | cut -c1-120 ;;
     prepared-split) # session 9's split rows (norm_split.py, off): the norm GPU test first (blocks of a
              # row wait on each other through atomics; a hang is killed by the timeouts), then the long norms
              timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE \

@@ -176,6 +176,8 @@ VARIANTS = {
         ("2 chunks of 2048 + carry", {"scan_max_single": 2048, "scan_tile_elems": 2048, "scan_chunk_elems": 2048}),
         ("1 row x 4096 per tile, persistent", {"scan_persistent": True}),
         ("1 row x 4096 per tile, 8 worker warps", {"worker_warps": 8}),
+        # 64-wide blocks scanned on tensor cores (tf32 hi + lo), block prefixes after (session 9, scan_mma_rows)
+        ("1 row x 4096 per tile, tensor-core blocks", {"scan_mma_rows": True}),
     ],
     # cross entropy, plain (N, C) logits: classes per chunk x rows per block
     "cross_entropy 4096x65536 bf16": [

@@ -78,12 +78,19 @@ def generate(spec: KernelSpec) -> KernelSource:
     if (MEMORY_TUNING["scan_mma"] and kind == "cumsum" and in_dtype in ("float16", "bfloat16") and not parts.prologue
             and layout.kind == "col" and layout.BO == 1 and layout.BR >= 16 and layout.BI >= 16):
         scan.mma_dtype = CT_DTYPES[in_dtype]
+    if (MEMORY_TUNING["scan_mma_rows"] and kind == "cumsum" and acc == "ct.float32" and layout.kind == "row"
+            and layout.BO == 1 and layout.BR >= 16 * _MMA_W and layout.nch == 1):
+        exact = in_dtype in ("float16", "bfloat16") and not parts.prologue
+        scan.mma_dtype = CT_DTYPES[in_dtype] if exact else "ct.tfloat32"
     scan.emit()
     doc = (f"{', '.join(spec.operations)}: {kind} along dim {dims} of {shape} as {layout.kind} "
            f"{layout.view_shape}, tile {layout.tile}"
            + ("" if layout.nch == 1 else f", {layout.nch} chunks with a carry")
            + (f", rows cut in {scan.segments} segments whose totals are scanned first" if scan.segments > 1 else "")
-           + (", each chunk scanned on tensor cores (lower-triangular ones @ chunk)" if scan.mma_dtype else ""))
+           + ((", each chunk scanned on tensor cores (lower-triangular ones @ chunk)" if layout.kind == "col" else
+               f", each {_MMA_W}-wide block scanned on tensor cores (block @ upper-triangular ones"
+               + (", tf32 hi + lo" if scan.mma_dtype == "ct.tfloat32" else "") + "), then block prefixes")
+              if scan.mma_dtype else ""))
     if scan.segments > 1:
         return gen.finish(doc, grid=layout.grid() + (scan.segments,), before=[scan.totals],
                           extra_lines=scan.ws_lines)
@@ -91,6 +98,7 @@ def generate(spec: KernelSpec) -> KernelSource:
 
 
 _SEGMENTED = ("cumsum", "cumprod", "logcumsumexp")
+_MMA_W = 64  # row scans on tensor cores: width of the blocks scanned by one mma (scan_mma_rows)
 _IDENT = {"cumsum": "0", "cumprod": "1", "logcumsumexp": "-math.inf", "cummax": "-math.inf", "cummin": "math.inf"}
 
 
@@ -114,6 +122,8 @@ class _Scan:
 
     def scan_tile(self, t: str) -> list[str]:
         k, ax = self.k, self.L.axis
+        if self.kind == "cumsum" and self.mma_dtype and self.L.kind == "row":
+            return self.scan_rows_mma(t)
         if self.kind == "cumsum" and self.mma_dtype:  # (1, BR, BI): tri (BR x BR) @ chunk (BR x BI)
             L = self.L
             k(f"xm = ct.reshape({t}, ({L.BR}, {L.BI})).astype({self.mma_dtype})")
@@ -134,6 +144,23 @@ class _Scan:
         k(f"y, yi = ct.scan(({t}, idx), axis={ax}, func=lambda av, ai, bv, bi: "
           f"(ct.where({take}, bv, av), ct.where({take}, bi, ai)), identity=({'-' if op == '>' else ''}math.inf, -1))")
         return ["y", "yi"]
+
+    def scan_rows_mma(self, t: str) -> list[str]:
+        """A (1, BR) row tile as (BR/W, W): each W-wide block scanned as block @ triu (tf32 hi + lo for float32),
+        then each block offset by the exclusive prefix of the block totals."""
+        k, L, w = self.k, self.L, _MMA_W
+        nb = L.BR // w
+        zero = f"ct.full(({nb}, {w}), 0.0, dtype=ct.float32)"
+        k(f"xr = ct.reshape({t}, ({nb}, {w}))")
+        if self.mma_dtype == "ct.tfloat32":
+            k("xh = xr.astype(ct.tfloat32)")
+            k("xl = (xr - xh.astype(ct.float32)).astype(ct.tfloat32)")
+            k(f"y1 = ct.mma(xh, triu, ct.mma(xl, triu, {zero}))")
+        else:
+            k(f"y1 = ct.mma(xr.astype({self.mma_dtype}), triu, {zero})")
+        k(f"bt = ct.extract(y1, (0, {w - 1}), shape=({nb}, 1))")  # block totals
+        k(f"y = ct.reshape(y1 + (ct.cumsum(bt, axis=0) - bt), {L.tile})")
+        return ["y"]
 
     def apply_carry(self, vals: list[str]) -> list[str]:
         k = self.k
@@ -233,7 +260,11 @@ class _Scan:
             if self.kind in ("cummax", "cummin"):
                 k(f"carry_i = ct.full({L.red_tile}, -1, dtype=ct.int32)")
             header = f"for c in range({L.nch}):"
-        if self.mma_dtype:  # lower-triangular ones (row >= column), built once per block
+        if self.mma_dtype and L.kind == "row":  # upper-triangular ones (row <= column), built once per block
+            n = _MMA_W
+            k(f"triu = ct.where(ct.arange({n}, dtype=ct.int32)[:, None] <= ct.arange({n}, dtype=ct.int32)[None, :], "
+              f"1.0, 0.0).astype({self.mma_dtype})")
+        elif self.mma_dtype:  # lower-triangular ones (row >= column), built once per block
             n = L.BR
             k(f"tri = ct.where(ct.arange({n}, dtype=ct.int32)[:, None] >= ct.arange({n}, dtype=ct.int32)[None, :], "
               f"1.0, 0.0).astype({self.mma_dtype})")

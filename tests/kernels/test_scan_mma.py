@@ -1,7 +1,7 @@
-"""MEMORY_TUNING["scan_mma"] (off by default): a 16-bit cumsum over a middle dim scans each (BR x BI) chunk as
-lower-triangular ones @ chunk on tensor cores; compiled for sm_90 and matched to the reference in the emulator,
-segmented and one-pass, aligned and ragged. Float32 inputs (tensor-core float32 would round to tf32) and row
-layouts keep ct.cumsum."""
+"""MEMORY_TUNING["scan_mma"] / ["scan_mma_rows"] (off by default): a 16-bit cumsum over a middle dim scans each
+(BR x BI) chunk as lower-triangular ones @ chunk on tensor cores; a one-tile float row as (BR/64, 64) blocks @
+upper-triangular ones (float32 as tf32 hi + lo) plus block prefixes. Compiled for sm_90 and matched to the
+reference in the emulator (whose tf32 rounds like the hardware's), aligned and ragged."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ CASES = {  # name: (forward, input, MEMORY_TUNING overrides)
     "fp16_ragged": ("torch.cumsum(x, 1)", "torch.randn(3, 1000, 40).half()", {}),
     "bf16_one_pass_epilogue": ("torch.cumsum(x, 1) * 0.5", "torch.randn(2, 3000, 96).to(torch.bfloat16)",
                                {"scan_col_min_blocks": 0}),
+    "rows_fp32_tf32_pair": ("torch.cumsum(x, -1)", "torch.randn(3, 4096)", {"scan_mma_rows": True}),
+    "rows_fp32_ragged_exclusive": ("torch.cumsum(x, -1) - x", "torch.randn(5, 2000)", {"scan_mma_rows": True}),
+    "rows_bf16": ("torch.cumsum(x, -1)", "torch.randn(4, 4096).to(torch.bfloat16)", {"scan_mma_rows": True}),
 }
 
 
@@ -24,12 +27,13 @@ def test_tensor_core_chunk_scan(name, monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     forward, inputs, overrides = CASES[name]
-    monkeypatch.setitem(MEMORY_TUNING, "scan_mma", True)
+    monkeypatch.setitem(MEMORY_TUNING, "scan_mma", "scan_mma_rows" not in overrides)
     for key, value in overrides.items():
         monkeypatch.setitem(MEMORY_TUNING, key, value)
     spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
     source = compile_spec(spec, ("sm_90",))
-    assert "scanned on tensor cores" in source.notes[0] and "ct.mma(tri" in source.code, source.notes
+    assert "scanned on tensor cores" in source.notes[0] and "ct.mma(" in source.code, source.notes
+    assert ("tf32 hi + lo" in source.notes[0]) == ("fp32" in name), source.notes
     result = check_emulated(spec, source)
     assert result.ok, result.message
 
@@ -39,7 +43,9 @@ def test_tensor_core_chunk_scan_only_where_exact(monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "scan_mma", True)
-    for forward, inputs in (("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64)"),  # float32
-                            ("torch.cumsum(x, -1)", "torch.randn(64, 100000).half()")):  # rows
+    monkeypatch.setitem(MEMORY_TUNING, "scan_mma_rows", True)
+    for forward, inputs in (("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64)"),  # float32 over a middle dim
+                            ("torch.cumsum(x, -1)", "torch.randn(64, 100000).half()"),  # rows in chunks
+                            ("torch.cumsum(x, -1)", "torch.randn(64, 512)")):  # short rows, stacked
         spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
         assert "tensor cores" not in generate_kernel(spec).notes[0], forward
