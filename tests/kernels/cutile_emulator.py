@@ -220,11 +220,13 @@ def _stop(threads: list[threading.Thread]) -> None:
     _abandon.set()
     for t in threads:
         t.join(timeout=5.0)
+    _abandon.clear()  # (later launches in this process run normally)
 
 
 def launch(stream, grid, kern, args):
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     _state.grid = grid
+    _abandon.clear()
     if CONCURRENT_BLOCKS:
         _launch_concurrent(grid, kern, args)
         return
