@@ -71,7 +71,12 @@ VARIANTS = {
                                                "self.c(x)"),
                                          [(2, 6, 7, 9, 4), (2, 32, 16, 16, 32), (1, 2, 3, 4, 2)]),
 }
-CASES = [(name, shape, dtype) for name, (_, shapes) in VARIANTS.items() for shape in shapes for dtype in DTYPES]
+# shapes large enough for the 8-worker-warp, 256-channel tiles of fp16/bf16 convs (TILES["conv_worker_warps"]):
+# a 3x3 conv, a transposed conv and a 3-D conv, in the 16-bit dtypes only
+WIDE = {"conv2d_k3_bias_relu": (8, 128, 56, 56, 256), "conv_transpose2d_k4s2_relu": (8, 256, 32, 32, 256),
+        "conv3d_s122": (2, 64, 16, 64, 64, 256)}
+CASES = ([(name, shape, dtype) for name, (_, shapes) in VARIANTS.items() for shape in shapes for dtype in DTYPES]
+         + [(name, shape, dtype) for name, shape in WIDE.items() for dtype in ("float16", "bfloat16")])
 
 
 def build(name, shape, dtype):
