@@ -106,7 +106,7 @@ for part in "$@"; do
              done; done; grep -E "^(mm|linear)" "$out/prepared_gemm2.txt" | cut -c1-120 ;;
     prepared-scan) # session 9's tensor-core scans (off): 16-bit cumsum over a middle dim (scan_mma), one-tile
              # float rows (scan_mma_rows)
-             for only in "cumsum dim=1" "cumsum 4096x4096"; do
+             for only in "cumsum dim=1" "cumsum 4096x4096" "cumsum 64x1048576"; do
                timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "$only" --match "tensor-core" \
                  >> "$out/prepared_scan_mma.txt" 2>> "$out/prepared_scan_mma.err"
              done; grep -E "cumsum" "$out/prepared_scan_mma.txt" | cut -c1-120 ;;

@@ -169,6 +169,10 @@ VARIANTS = {
         ("one pass, chunk 8192 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 8192}),
         ("one pass, chunk 8192, 8 worker warps (lookback)", {"scan_lookback": True, "scan_chunk_elems": 8192,
                                                              "worker_warps": 8}),
+        # each chunk's 64-wide blocks scanned on tensor cores, tf32 hi + lo (session 9, scan_mma_rows; sm_90
+        # R255 with an 8-byte frame in the scan kernel), with the default segments and with fewer
+        ("chunk 4096, >=1024 blocks, tensor-core blocks", {"scan_mma_rows": True}),
+        ("chunk 4096, >=256 blocks, tensor-core blocks", {"scan_mma_rows": True, "scan_min_blocks": 256}),
     ],
     "cumsum 4096x4096 fp32": [
         ("1 row x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 4096}),

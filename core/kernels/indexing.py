@@ -130,9 +130,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # the same for float cumsums along rows (rows of 1024..scan_max_single elements, one tile each): the tile
     # viewed as (BR/64, 64) is scanned within each 64 by x @ triu on tensor cores (16-bit inputs without a
     # prologue as they are; float32 as a tf32 hi + lo pair, two mmas, ~float32 accuracy), then the 64-wide blocks
-    # get the exclusive prefix of their totals (a ct.cumsum of BR/64 values). Not in chunk loops: there the
-    # (1, 4096) -> (64, 64) reshape spilled 49 KB per thread on sm_90 (single tiles: zero frame). Compiled for
-    # sm_90 and emulated; not yet timed
+    # get the exclusive prefix of their totals (a ct.cumsum of BR/64 values); in chunk loops the carry grows by
+    # the chunk's total (extracting the scanned tile's last element after the reshape spilled 49 KB per thread
+    # on sm_90; this form has a zero frame). Compiled for sm_90 and emulated; not yet timed
     "scan_mma_rows": False,
     # long-row float cumsums in one pass with a decoupled look-back (scan.py _LookBack): one chunk per block in
     # the order of an atomic ticket, each block publishing its chunk total, then its running prefix, as one

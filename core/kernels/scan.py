@@ -79,7 +79,7 @@ def generate(spec: KernelSpec) -> KernelSource:
             and layout.kind == "col" and layout.BO == 1 and layout.BR >= 16 and layout.BI >= 16):
         scan.mma_dtype = CT_DTYPES[in_dtype]
     if (MEMORY_TUNING["scan_mma_rows"] and kind == "cumsum" and acc == "ct.float32" and layout.kind == "row"
-            and layout.BO == 1 and layout.BR >= 16 * _MMA_W and layout.nch == 1):
+            and layout.BO == 1 and layout.BR >= 16 * _MMA_W):
         exact = in_dtype in ("float16", "bfloat16") and not parts.prologue
         scan.mma_dtype = CT_DTYPES[in_dtype] if exact else "ct.tfloat32"
     scan.emit()
@@ -160,6 +160,8 @@ class _Scan:
             k(f"y1 = ct.mma(xr.astype({self.mma_dtype}), triu, {zero})")
         k(f"bt = ct.extract(y1, (0, {w - 1}), shape=({nb}, 1))")  # block totals
         k(f"y = ct.reshape(y1 + (ct.cumsum(bt, axis=0) - bt), {L.tile})")
+        if L.nch > 1:  # the chunk's total for the carry (extracting y's last element spills 49 KB on sm_90)
+            k("tot = ct.sum(bt, axis=0, keepdims=True)")
         return ["y"]
 
     def apply_carry(self, vals: list[str]) -> list[str]:
@@ -284,7 +286,10 @@ class _Scan:
         if chunked:
             vals = self.apply_carry(vals)
             last = "(0, %d)" % (L.BR - 1) if L.kind == "row" else "(0, %d, 0)" % (L.BR - 1)
-            k(f"carry = ct.extract({vals[0]}, {last}, shape={L.red_tile})")
+            if self.mma_dtype and L.kind == "row":
+                k("carry = carry + tot")
+            else:
+                k(f"carry = ct.extract({vals[0]}, {last}, shape={L.red_tile})")
             if len(vals) > 1:
                 k(f"carry_i = ct.extract({vals[1]}, {last}, shape={L.red_tile})")
         gen.finish_chunk(env, ctx, chunk, vals)

@@ -1,6 +1,7 @@
 """MEMORY_TUNING["scan_mma"] / ["scan_mma_rows"] (off by default): a 16-bit cumsum over a middle dim scans each
 (BR x BI) chunk as lower-triangular ones @ chunk on tensor cores; a one-tile float row as (BR/64, 64) blocks @
-upper-triangular ones (float32 as tf32 hi + lo) plus block prefixes. Compiled for sm_90 and matched to the
+upper-triangular ones (float32 as tf32 hi + lo) plus block prefixes, chunked rows carrying each chunk's total.
+Compiled for sm_90 and matched to the
 reference in the emulator (whose tf32 rounds like the hardware's), aligned and ragged."""
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ CASES = {  # name: (forward, input, MEMORY_TUNING overrides)
     "rows_fp32_tf32_pair": ("torch.cumsum(x, -1)", "torch.randn(3, 4096)", {"scan_mma_rows": True}),
     "rows_fp32_ragged_exclusive": ("torch.cumsum(x, -1) - x", "torch.randn(5, 2000)", {"scan_mma_rows": True}),
     "rows_bf16": ("torch.cumsum(x, -1)", "torch.randn(4, 4096).to(torch.bfloat16)", {"scan_mma_rows": True}),
+    # chunks of 4096 with a carry that grows by each chunk's total; segmented (a totals kernel first), ragged
+    "rows_fp32_chunked_segmented": ("torch.cumsum(x, -1)", "torch.randn(2, 100000)", {"scan_mma_rows": True}),
+    "rows_fp16_chunked": ("torch.cumsum(x, -1)", "torch.randn(4, 8192).half()", {"scan_mma_rows": True}),
 }
 
 
@@ -45,7 +49,6 @@ def test_tensor_core_chunk_scan_only_where_exact(monkeypatch):
     monkeypatch.setitem(MEMORY_TUNING, "scan_mma", True)
     monkeypatch.setitem(MEMORY_TUNING, "scan_mma_rows", True)
     for forward, inputs in (("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64)"),  # float32 over a middle dim
-                            ("torch.cumsum(x, -1)", "torch.randn(64, 100000).half()"),  # rows in chunks
                             ("torch.cumsum(x, -1)", "torch.randn(64, 512)")):  # short rows, stacked
         spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
         assert "tensor cores" not in generate_kernel(spec).notes[0], forward
