@@ -11,7 +11,10 @@ is, so that a kernel that only works by accident fails here:
 - `gather` / `scatter` take integer indices and are bounds-checked (out-of-range lanes give the padding value /
   are dropped); `Array.slice` checks its range; `extract` needs a shape that divides the tile;
 - min/max ignore NaN unless `propagate_nan=True`, as documented; `astype(ct.tfloat32)` rounds to a 10-bit
-  mantissa; sums and products accumulate in float64.
+  mantissa; sums and products accumulate in float64;
+- blocks run one after another, or (`CONCURRENT_BLOCKS` = N) as up to N threads started in block order, so
+  kernels whose blocks wait on later blocks through atomics (split_rows.py) really wait; a launch whose running
+  blocks all wait for longer than `DEADLOCK_S` raises. Atomics are sequentially consistent here.
 It is not cuTile: compile errors, performance and compiler-specific numerics are only caught by the AOT compile
 and the GPU tests.
 
