@@ -20,17 +20,15 @@ def emit_split_row(norm, kern: Kernel) -> tuple[list[str], tuple[int]]:
     """The split-row body into `kern`; returns the wrapper's workspace lines and the grid."""
     L, k = norm.L, kern.body
     S, cps = norm.split
-    if TUNING["split_occupancy"]:
-        kern.options["occupancy"] = int(TUNING["split_occupancy"])
     names = norm.stat_names()
     split = SplitRow(kern, L, S, "norm", names)
     split.emit_coords()
     norm.init_stats(k)
     for i in range(cps):  # the segment's chunks, kept in registers
-        k(f"c{i} = seg * {cps} + {i}" if cps > 1 else f"c{i} = seg")
-        t, _, _ = norm.gen.load_tile(f"c{i}", kern)
+        c = split.chunk(i, cps)
+        t, _, _ = norm.gen.load_tile(c, kern)
         k(f"res{i} = {t}")
-        norm.accumulate_chunk(kern, f"c{i}", f"res{i}")
+        norm.accumulate_chunk(kern, c, f"res{i}")
     split.publish()
     live = split.gather()
     zero = f"ct.full({L.red_tile}, 0.0, dtype=ct.float32)"

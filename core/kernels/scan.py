@@ -16,6 +16,7 @@ from .gemm_common import CT_DTYPES
 from .indexing import MEMORY_TUNING
 from .rowwise import (FLOAT_DTYPES, Kernel, SameShapeGen, cdiv, choose_tiles_full_row, decode, input_ctx,
                       make_layout, norm_dims, pow2_floor, prod, split_spec)
+from .split_rows import RELAXED, flag_word, word_value
 
 _KINDS = ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin")
 
@@ -262,14 +263,10 @@ class _Scan:
             if self.kind in ("cummax", "cummin"):
                 k(f"carry_i = ct.full({L.red_tile}, -1, dtype=ct.int32)")
             header = f"for c in range({L.nch}):"
-        if self.mma_dtype and L.kind == "row":  # upper-triangular ones (row <= column), built once per block
-            n = _MMA_W
-            k(f"triu = ct.where(ct.arange({n}, dtype=ct.int32)[:, None] <= ct.arange({n}, dtype=ct.int32)[None, :], "
-              f"1.0, 0.0).astype({self.mma_dtype})")
-        elif self.mma_dtype:  # lower-triangular ones (row >= column), built once per block
-            n = L.BR
-            k(f"tri = ct.where(ct.arange({n}, dtype=ct.int32)[:, None] >= ct.arange({n}, dtype=ct.int32)[None, :], "
-              f"1.0, 0.0).astype({self.mma_dtype})")
+        if self.mma_dtype:  # triangular ones built once per block: upper (row <= column) for rows, else lower
+            name, n, op = ("triu", _MMA_W, "<=") if L.kind == "row" else ("tri", L.BR, ">=")
+            idx = f"ct.arange({n}, dtype=ct.int32)"
+            k(f"{name} = ct.where({idx}[:, None] {op} {idx}[None, :], 1.0, 0.0).astype({self.mma_dtype})")
         if chunked:
             ctx_block = k.block(header)
             ctx_block.__enter__()
@@ -308,16 +305,13 @@ class _LookBack:
     at once. Rows (`row` layout): one scan line per block, scalar words. A scan over a middle dim (`col`): the
     block's BI inner positions are BI scan lines, one word each, each lane walking back on its own."""
 
-    LOW32 = "4294967295"
-    RELAXED = "memory_order=ct.MemoryOrder.RELAXED"
-
     def __init__(self, gen: SameShapeGen):
         self.gen, self.L = gen, gen.L
         self.col = gen.L.kind == "col"
 
     def emit_coords(self, k, counter: str) -> None:
         L, nch = self.L, self.L.nch
-        k(f"tid = ct.atomic_add({counter}, 0, 1, {self.RELAXED})")
+        k(f"tid = ct.atomic_add({counter}, 0, 1, {RELAXED})")
         k(f"c = tid % {nch}")
         if self.col:
             ni = cdiv(L.I, L.BI)
@@ -330,16 +324,13 @@ class _LookBack:
             k(f"pid = tid // {nch}")
             k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
 
-    def word(self, flag: str, value: str) -> str:
-        return f"({flag} << 32) | (ct.bitcast({value}, ct.int32).astype(ct.int64) & {self.LOW32})"
-
     def emit_look_back(self, k, status: str) -> str:
         """Publish the chunk total, walk back, publish the running prefix; returns the prefix to add to y."""
-        L, low, rel = self.L, self.LOW32, self.RELAXED
-        val = f"ct.bitcast((w & {low}).astype(ct.int32), ct.float32)"
+        L, rel = self.L, RELAXED
+        val = word_value("w")
         first = "ct.where(c == 0, 2, 1).astype(ct.int64)"
         if not self.col:
-            k(f"ct.atomic_xchg({status}, (pid, c), {self.word(first, 'agg')}, {rel})")
+            k(f"ct.atomic_xchg({status}, (pid, c), {flag_word(first, 'agg')}, {rel})")
             k("prefix = ct.full((), 0.0, dtype=ct.float32)")
             k("j = c - 1")
             with k.block("while j >= 0:"):
@@ -349,10 +340,10 @@ class _LookBack:
                 k(f"prefix = prefix + ct.where(ready, {val}, 0.0)")
                 k("j = ct.where(flag == 2, -1, ct.where(ready, j - 1, j))")
             with k.block("if c > 0:"):
-                k(f"ct.atomic_xchg({status}, (pid, c), {self.word('2', 'prefix + agg')}, {rel})")
+                k(f"ct.atomic_xchg({status}, (pid, c), {flag_word('2', 'prefix + agg')}, {rel})")
             return "prefix"
         BI = L.BI
-        k(f"ct.atomic_xchg({status}, (pid, c, lane), {self.word(first, 'agg')}, {rel})")
+        k(f"ct.atomic_xchg({status}, (pid, c, lane), {flag_word(first, 'agg')}, {rel})")
         k(f"prefix = ct.full(({BI},), 0.0, dtype=ct.float32)")
         k(f"j = ct.full(({BI},), 0, dtype=ct.int32) + (c - 1)")
         with k.block("while ct.max(j) >= 0:"):  # lanes done (j = -1) re-read chunk 0 harmlessly
@@ -363,7 +354,7 @@ class _LookBack:
             k(f"prefix = prefix + ct.where(ready, {val}, 0.0)")
             k("j = ct.where(active, ct.where(flag == 2, -1, ct.where(ready, j - 1, j)), j)")
         with k.block("if c > 0:"):
-            k(f"ct.atomic_xchg({status}, (pid, c, lane), {self.word('2', 'prefix + agg')}, {rel})")
+            k(f"ct.atomic_xchg({status}, (pid, c, lane), {flag_word('2', 'prefix + agg')}, {rel})")
         return f"ct.reshape(prefix, (1, 1, {BI}))"
 
     def emit(self, spec: KernelSpec, dims, shape) -> KernelSource:

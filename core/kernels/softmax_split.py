@@ -21,15 +21,12 @@ def emit_split_row(sm, segments: int, cps: int, exp) -> tuple[list[str], tuple[i
     Returns the wrapper's workspace lines and the grid."""
     gen, L, k = sm.gen, sm.L, sm.k
     kern = gen.kernel
-    if TUNING["split_occupancy"]:
-        kern.options["occupancy"] = int(TUNING["split_occupancy"])
     split = SplitRow(kern, L, segments, "softmax", ["m", "l"])
     split.emit_coords()
     ax = L.axis
     k(f"m = ct.full({L.red_tile}, -math.inf, dtype=ct.float32)")
     for i in range(cps):  # the segment's chunks, kept in registers (padding lanes at -inf)
-        k(f"c{i} = seg * {cps} + {i}" if cps > 1 else f"c{i} = seg")
-        xs, _, _ = sm.masked_input(f"c{i}")
+        xs, _, _ = sm.masked_input(split.chunk(i, cps))
         k(f"res{i} = {xs}")
         k(f"m = ct.maximum(m, ct.max(res{i}, axis={ax}, keepdims=True))")
     k("m_loc = ct.where(m == -math.inf, 0.0, m)")  # a segment of -inf only: its sum is 0 whatever the reference

@@ -14,10 +14,21 @@ norm_split.py (layer / rms / instance / group norm), softmax_split.py.
 from __future__ import annotations
 
 from .base import pow2_at_least
-from .rowwise import Kernel, Layout
+from .rowwise import TUNING, Kernel, Layout
 
 RELAXED = "memory_order=ct.MemoryOrder.RELAXED"
 LOW32 = "4294967295"
+
+
+def flag_word(flag: str, value: str) -> str:
+    """A 64-bit status word: `flag` in the high half, the float32 bits of `value` in the low half (one atomic
+    exchange publishes both; scan.py's look-back uses the same words)."""
+    return f"({flag} << 32) | (ct.bitcast({value}, ct.int32).astype(ct.int64) & {LOW32})"
+
+
+def word_value(word: str) -> str:
+    """The float32 in the low half of a status word."""
+    return f"ct.bitcast(({word} & {LOW32}).astype(ct.int32), ct.float32)"
 
 
 def plan(L: Layout, elems) -> tuple[int, int] | None:
@@ -36,6 +47,8 @@ class SplitRow:
     def __init__(self, kern: Kernel, L: Layout, segments: int, prefix: str, names: list[str]):
         self.kern, self.L, self.S, self.prefix, self.names = kern, L, segments, prefix, names
         self.k = kern.body
+        if TUNING["split_occupancy"]:
+            kern.options["occupancy"] = int(TUNING["split_occupancy"])
 
     def emit_coords(self) -> None:
         k, L, S = self.k, self.L, self.S
@@ -49,14 +62,18 @@ class SplitRow:
         else:
             k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
 
+    def chunk(self, i: int, cps: int) -> str:
+        """Emit and return the variable of the segment's `i`-th chunk index (of `cps` chunks per segment)."""
+        self.k(f"c{i} = seg * {cps} + {i}" if cps > 1 else f"c{i} = seg")
+        return f"c{i}"
+
     def status(self, v: str) -> str:
         return self.kern.tensor(f"st_{v}", f"{self.prefix}_st_{v}")
 
     def publish(self) -> None:
         """Publish each statistic `v` (a one-element tile in scope under its name) for this segment."""
         for v in self.names:
-            word = f"(1 << 32) | (ct.bitcast(ct.sum({v}), ct.int32).astype(ct.int64) & {LOW32})"
-            self.k(f"ct.atomic_xchg({self.status(v)}, (pid, seg), {word}, {RELAXED})")
+            self.k(f"ct.atomic_xchg({self.status(v)}, (pid, seg), {flag_word('1', f'ct.sum({v})')}, {RELAXED})")
 
     def gather(self) -> str:
         """Wait until every segment of the row has published; `a_<v>` are then (Sp,) tiles of their values
@@ -80,7 +97,7 @@ class SplitRow:
         with k.block(f"while ct.min({lowest}) < 4294967296:"):  # a word without its flag: not yet published
             read()
         for v in self.names:
-            k(f"a_{v} = ct.bitcast((w_{v} & {LOW32}).astype(ct.int32), ct.float32)")
+            k(f"a_{v} = {word_value(f'w_{v}')}")
         return f"sidx < {S}"
 
     def workspace(self, device: str) -> list[str]:
