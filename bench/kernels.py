@@ -308,7 +308,7 @@ def warm_cache(cases, jobs: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--family", default=None)
+    parser.add_argument("--family", default=None, help="family name(s), comma-separated")
     parser.add_argument("--only", default=None, help="substring of the case labels to run")
     parser.add_argument("--warm-jobs", type=int, default=0,
                         help="compile every case first in this many processes (fills cuTile's disk cache)")
@@ -316,7 +316,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("bench/kernels.py needs a CUDA GPU", file=sys.stderr)
         return 2
-    cases = [c for c in CASES if (not args.family or c[0] == args.family) and (not args.only or args.only in c[1])]
+    cases = [c for c in CASES if (not args.family or c[0] in args.family.split(",")) and (not args.only or args.only in c[1])]
     if args.warm_jobs > 1:
         warm_cache(cases, args.warm_jobs)
     copy_gbs, mm_tflops = ceilings()

@@ -125,24 +125,25 @@ VARIANTS = {
     # scans: scan_max_single / scan_tile_elems / scan_chunk_elems / scan_col_bi / scan_min_blocks (segments)
     "cumsum dim=1 64x4096x64 bf16 (inner dim)": [
         # one pass, no segments: each block walks all 4096 rows of a narrow column strip with its carry
-        ("bi 8, one pass, 512 blocks", {"scan_col_bi": 8, "scan_col_min_blocks": 256}),
-        ("bi 16, one pass, 256 blocks", {"scan_col_bi": 16, "scan_col_min_blocks": 128}),
-        ("bi 16, chunk 8192, one pass", {"scan_col_bi": 16, "scan_col_min_blocks": 128, "scan_chunk_elems": 8192}),
-        ("bi 32, one pass, 128 blocks", {"scan_col_bi": 32, "scan_col_min_blocks": 64}),
-        ("bi 32, chunk 2048, >=264 blocks (~old)", {"scan_col_bi": 32, "scan_chunk_elems": 2048,
+        ("bi 8, one pass, 512 blocks", {"scan_mma": False, "scan_col_bi": 8, "scan_col_min_blocks": 256}),
+        ("bi 16, one pass, 256 blocks", {"scan_mma": False, "scan_col_bi": 16, "scan_col_min_blocks": 128}),
+        ("bi 16, chunk 8192, one pass", {"scan_mma": False, "scan_col_bi": 16, "scan_col_min_blocks": 128,
+                                         "scan_chunk_elems": 8192}),
+        ("bi 32, one pass, 128 blocks", {"scan_mma": False, "scan_col_bi": 32, "scan_col_min_blocks": 64}),
+        ("bi 32, chunk 2048, >=264 blocks (~old)", {"scan_mma": False, "scan_col_bi": 32, "scan_chunk_elems": 2048,
                                                     "scan_col_min_blocks": 264}),
-        ("bi 64, chunk 4096, >=512 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096, "scan_col_min_blocks": 512}),
-        ("bi 64, chunk 4096, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
+        ("bi 64, chunk 4096, >=512 blocks", {"scan_mma": False, "scan_col_bi": 64, "scan_chunk_elems": 4096,
+                                             "scan_col_min_blocks": 512}),
+        ("bi 64, chunk 4096, >=1024 blocks", {"scan_mma": False, "scan_col_bi": 64, "scan_chunk_elems": 4096,
                                               "scan_col_min_blocks": 1024}),
-        ("bi 64, chunk 4096, >=2048 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 4096,
+        ("bi 64, chunk 4096, >=2048 blocks", {"scan_mma": False, "scan_col_bi": 64, "scan_chunk_elems": 4096,
                                               "scan_col_min_blocks": 2048}),
-        ("bi 64, chunk 4096, >=512 blocks, 8 worker warps", {"worker_warps": 8}),
-        # each (64 x 64) chunk scanned on tensor cores as lower-triangular ones @ chunk (session 9, scan_mma):
-        # with the default segments, with fewer (a cheaper chunk step makes longer serial chains affordable),
-        # and one pass
-        ("bi 64, chunk 4096, >=512 blocks, tensor-core chunks", {"scan_mma": True}),
-        ("bi 64, chunk 4096, >=128 blocks, tensor-core chunks", {"scan_mma": True, "scan_col_min_blocks": 128}),
-        ("bi 64, chunk 4096, one pass, tensor-core chunks", {"scan_mma": True, "scan_col_min_blocks": 0}),
+        ("bi 64, chunk 4096, >=512 blocks, 8 worker warps", {"scan_mma": False, "worker_warps": 8}),
+        # each (64 x 64) chunk scanned on tensor cores as lower-triangular ones @ chunk (scan_mma, the default
+        # since session 10, >= 128 blocks): with the in-tile scan's segments, with the default, and one pass
+        ("bi 64, chunk 4096, >=512 blocks, tensor-core chunks", {"scan_mma_col_min_blocks": 512}),
+        ("bi 64, chunk 4096, >=128 blocks, tensor-core chunks", {}),
+        ("bi 64, chunk 4096, one pass, tensor-core chunks", {"scan_mma_col_min_blocks": 0}),
         # one pass (session 8): a block per (row, chunk) in ticket order, per-lane decoupled look-back
         ("one pass, chunk 4096 (lookback)", {"scan_lookback": True}),
         ("one pass, chunk 2048 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 2048}),

@@ -96,9 +96,16 @@ VARIANTS = {
     # tileiras 13.4 segfaulted on the 8192 form of layer_norm 2048x65536)
     "split8k": {"norm_split_elems": 8192},
     "split4k": {"norm_split_elems": 4096},
+    # 16384 floats per block (session 10): at occupancy 2 R128 with a 112-byte frame; on 8 worker warps at
+    # occupancy 1 R168, 40-byte frame
+    "split16k": {"norm_split_elems": 16384},
+    "split16k_ww8": {"norm_split_elems": 16384, "split_occupancy": 1, "worker_warps": 8},
     # softmax rows past 32768 likewise (softmax_split.py): sm_90 R128, zero frame for 8192 and 16384 fp32
     "ssplit8k": {"softmax_split_elems": 8192},
     "ssplit16k": {"softmax_split_elems": 16384},
+    # 32768 per block on 8 worker warps at occupancy 1 (session 10; sm_90 R168, zero frame), as the one-tile
+    # 32768-float rows that reach 0.94 of a copy
+    "ssplit32k_ww8": {"softmax_split_elems": 32768, "split_occupancy": 1, "worker_warps": 8},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
@@ -163,12 +170,12 @@ def variants_for(label: str, family: str) -> list[str]:
         names += ["words"]
     if "two-pass" in label:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
-            ["split8k", "split4k", "resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k",
+            ["split16k", "split16k_ww8", "split8k", "split4k", "resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k",
              "chunkocc4"]
             if "norm" in label else []) + (
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
-            else []) + (["ssplit8k", "ssplit16k"] if "131072" in label else [])
+            else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8"] if "131072" in label else [])
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]
     if "inner dim" in label:

@@ -72,6 +72,10 @@ TILES: dict[str, Any] = {
     # `for pid in range(ct.bid(0), tiles, ct.num_blocks(0))` loop is far slower on the H200 (same run, mm 8192^3
     # bf16: 1.613 ms default, 4.237 ms at 1 block/SM, 5.428 ms at 2; linear+gelu 1.680 / 3.964 / 5.451 ms)
     "mm_persistent": None,
+    # ... and for GEMMs on the "mm_large" tiles (128x256 on 8 worker warps, one block per SM): H200, session 10,
+    # same run, device time: linear+gelu 8192^3 bf16 1.468 -> 1.432 ms (eager 1.457), mm 8192^3 bf16 1.459 ->
+    # 1.427 (cuBLAS 1.395); clusters of 2 instead lost (mm 1.456 -> 1.620)
+    "mm_large_persistent": 1,
     # convolution as an implicit GEMM (fp16/bf16; float32 halves every entry): output positions per block, output
     # channels per block, input channels per K step
     "conv_positions": 128,

@@ -122,17 +122,19 @@ MEMORY_TUNING: dict[str, Any] = {
     "scan_max_segments": 64,
     # cumsum over a middle dim of 16-bit inputs (no prologue: the operand must be exact in its own dtype) on
     # tensor cores: each (BR x BI) chunk tile is scanned as tri @ x, tri the BR x BR lower-triangular ones
-    # (exact in fp16/bf16; float32 accumulation), instead of ct.cumsum along the tile's middle axis. cumsum dim=1
-    # 64x4096x64 bf16 runs at 0.28 of a copy and is no faster with fewer, longer serial chains (one pass over
-    # strips of 16: 0.075 ms vs 0.069), so the in-tile scan is the suspect. Compiled for sm_90 and emulated; not
-    # yet timed on a GPU
-    "scan_mma": False,
+    # (exact in fp16/bf16; float32 accumulation), instead of ct.cumsum along the tile's middle axis, with rows cut
+    # into segments while fewer than scan_mma_col_min_blocks blocks would walk them. H200, session 10, same run,
+    # device time, cumsum dim=1 64x4096x64 bf16: ct.cumsum at >= 512 blocks 0.069 ms (0.28 of a copy); tensor
+    # cores at >= 512 blocks 0.062, at >= 128 blocks 0.054 (0.36), in one pass 0.081
+    "scan_mma": True,
+    "scan_mma_col_min_blocks": 128,
     # the same for float cumsums along rows (rows of 1024..scan_max_single elements, one tile each): the tile
     # viewed as (BR/64, 64) is scanned within each 64 by x @ triu on tensor cores (16-bit inputs without a
     # prologue as they are; float32 as a tf32 hi + lo pair, two mmas, ~float32 accuracy), then the 64-wide blocks
     # get the exclusive prefix of their totals (a ct.cumsum of BR/64 values); in chunk loops the carry grows by
     # the chunk's total (extracting the scanned tile's last element after the reshape spilled 49 KB per thread
-    # on sm_90; this form has a zero frame). Compiled for sm_90 and emulated; not yet timed
+    # on sm_90; this form has a zero frame). H200, session 10, same run, device time: cumsum 4096x4096 fp32 0.046
+    # -> 0.130 ms; 64x1048576 fp32 (chunked) 0.283 -> 0.293, 0.275 at >= 256 blocks (noise): off
     "scan_mma_rows": False,
     # long-row float cumsums in one pass with a decoupled look-back (scan.py _LookBack): one chunk per block in
     # the order of an atomic ticket, each block publishing its chunk total, then its running prefix, as one

@@ -601,7 +601,8 @@ class _Builder(SideOperands):
         body = self.kernel_body()
         g, kid, spec = self.g, self.kid, self.spec
         tiles = cdiv(g.M, self.tile_m) * cdiv(g.N, self.tile_n) // self.n_loop
-        per_sm = TILES["mm_persistent"]
+        large = (self.tile_m, self.tile_n, self.tile_k) == tuple(TILES["mm_large"])
+        per_sm = TILES["mm_persistent"] or (TILES["mm_large_persistent"] if large else None)
         blocks = tiles
         if per_sm and self.batch == 1 and tiles > NUM_SMS * per_sm and self.n_loop == 1:
             # a grid of NUM_SMS * per_sm blocks walks the tiles: the body becomes the loop's

@@ -10,8 +10,9 @@ from .split_rows import SplitRow, plan
 
 def split_plan(norm) -> tuple[int, int] | None:
     """(segments, chunks per segment) of a long norm row (split_rows.plan), when the prologue's tile can stand
-    for the chunk between the statistics and the normalizing (SameShapeGen.resident_ok); else None."""
-    if not norm.gen.resident_ok():
+    for the chunk between the statistics and the normalizing (SameShapeGen.resident_ok) and, for group norm
+    groups, TUNING["norm_split_groups"] is set; else None."""
+    if not norm.gen.resident_ok() or (norm.kind == "group" and not TUNING["norm_split_groups"]):
         return None
     return plan(norm.L, TUNING["norm_split_elems"])
 

@@ -151,12 +151,23 @@ TUNING = {
     # registers (None: off). layer_norm 2048x65536 fp32 would read its input once (the two-pass form reads it
     # twice: 0.63 of a copy, 0.67 its ceiling) with the register footprint of the one-pass 8192-float rows (0.86
     # of a copy); group_norm(32)+silu 32x256x56x56 fp16 likewise (0.67 now). Compiled for sm_90 (R128, zero
-    # frame) and emulated with concurrently running blocks; not yet timed on a GPU
-    "norm_split_elems": None,
+    # frame) and emulated with concurrently running blocks, correct on the GPU (tests/kernels/test_split_rows_gpu.py)
+    # but slower:
+    # H200, session 10, same run, device time, layer_norm 2048x65536 fp32: two-pass 0.402 ms (0.63 of a copy),
+    # split in 8192s 0.476, in 4096s 0.650; next run 0.404 two-pass, 16384s 0.377 (0.68; sm_90: R128 with a
+    # 112-byte frame), 16384s on 8 worker warps at occupancy 1 0.616. Group norm groups only with
+    # norm_split_groups: group_norm(32)+silu 32x256x56x56 fp16 0.045 -> 0.213 ms in 8192s
+    "norm_split_elems": 16384,
+    "norm_split_groups": False,
     # the same for softmax / log_softmax rows longer than softmax_wide_single (softmax_split.py): each block holds
-    # its segment, publishes its max and sum of exponentials; compiled and emulated, not yet timed on a GPU
-    "softmax_split_elems": None,
+    # its segment, publishes its max and sum of exponentials. H200, session 10, same run, device time, softmax
+    # 2048x131072 fp32: two-pass rows 0.777 ms (0.65 of a copy), split in 8192s 0.786, in 16384s 0.601 (0.84)
+    "softmax_split_elems": 16384,
     "split_occupancy": 2,  # the occupancy hint of split-row kernels (None: the compiler's; see norm_split_elems)
+    # at most this many blocks per split row: all of a row's blocks must be resident at once (a block spins until
+    # its row's others have published), so rows needing more segments stay two-pass; 32 blocks fit any GPU of 16
+    # SMs at split_occupancy 2
+    "split_max_segments": 32,
     # the same for two-pass softmax rows (online max / sum pass, then the normalizing pass). H200, session 9 (same
     # run as softmax_wide_single): scale+softmax 4096x32768 fp32 with 16384 / 28672 floats kept on 8 worker warps
     # 0.281 / 0.287 ms, behind the one-pass row (0.271)

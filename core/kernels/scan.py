@@ -66,18 +66,20 @@ def generate(spec: KernelSpec) -> KernelSource:
         return _LookBack(gen).emit(spec, dims, shape)
     if layout.nch == 1 and MEMORY_TUNING["scan_persistent"]:
         layout.persist(gen.kernel)  # one tile per row block: a persistent grid with the row kernels' hints
+    mma = (MEMORY_TUNING["scan_mma"] and kind == "cumsum" and in_dtype in ("float16", "bfloat16")
+           and not parts.prologue and layout.kind == "col" and layout.BO == 1 and layout.BR >= 16 and layout.BI >= 16)
     segments = 1
     if kind in _SEGMENTED and not parts.prologue and layout.nch >= 4:
         # too few (row tile, inner window) blocks to fill the GPU with serial chunk loops: cut each row into
         # segments (a first kernel reduces every segment to its total, the scan starts each segment from the
         # combined totals of the earlier ones; 1.5x the traffic of one pass, but every SM streams)
-        target = int(MEMORY_TUNING["scan_col_min_blocks" if layout.kind == "col" else "scan_min_blocks"])
+        target = int(MEMORY_TUNING["scan_mma_col_min_blocks" if mma else
+                                   "scan_col_min_blocks" if layout.kind == "col" else "scan_min_blocks"])
         cap = min(pow2_floor(layout.nch // 2), int(MEMORY_TUNING["scan_max_segments"]))
         while layout.blocks() * segments < target and segments * 2 <= cap:
             segments *= 2
     scan = _Scan(gen, kind, acc, segments if segments >= 2 else 1)
-    if (MEMORY_TUNING["scan_mma"] and kind == "cumsum" and in_dtype in ("float16", "bfloat16") and not parts.prologue
-            and layout.kind == "col" and layout.BO == 1 and layout.BR >= 16 and layout.BI >= 16):
+    if mma:
         scan.mma_dtype = CT_DTYPES[in_dtype]
     if (MEMORY_TUNING["scan_mma_rows"] and kind == "cumsum" and acc == "ct.float32" and layout.kind == "row"
             and layout.BO == 1 and layout.BR >= 16 * _MMA_W):

@@ -32,13 +32,17 @@ def word_value(word: str) -> str:
 
 
 def plan(L: Layout, elems) -> tuple[int, int] | None:
-    """(segments S, chunks per segment) for rows of one-row tiles with several chunks, or None (elems unset, or
-    fewer than two segments). Chunks per segment: the largest divisor of the chunk count within `elems`."""
+    """(segments S, chunks per segment) for rows of one-row tiles with several chunks, or None: `elems` unset,
+    fewer than two segments, more than TUNING["split_max_segments"], or segments of half `elems` or less (a
+    chunk count without a divisor near `elems / chunk`). Chunks per segment: the largest divisor of the chunk
+    count within `elems`."""
     if not elems or L.kind not in ("row", "group") or L.BO != 1 or L.nch < 2:
         return None
     cps = max([d for d in range(1, L.nch + 1) if L.nch % d == 0 and d * L.chunk_elems <= int(elems)] or [1])
     segments = L.nch // cps
-    return (segments, cps) if segments >= 2 else None
+    if not 2 <= segments <= int(TUNING["split_max_segments"]) or 2 * cps * L.chunk_elems <= int(elems):
+        return None
+    return segments, cps
 
 
 class SplitRow:

@@ -161,6 +161,9 @@ def _flush_deferred(all_of_them: bool = False) -> None:
 # (a new one when one finishes): kernels whose blocks wait on blocks that start after them (norm_split.py's rows
 # split over cooperating blocks) need this; a launch whose running blocks all wait forever raises.
 CONCURRENT_BLOCKS = 0
+# ... a kernel that takes an atomic ticket (a `*_ticket` parameter: split rows, look-back scans) runs with this
+# many concurrent blocks when CONCURRENT_BLOCKS is 0 (more than split_rows' TUNING["split_max_segments"])
+TICKET_BLOCKS = 64
 DEADLOCK_S = 60.0
 _abandon = threading.Event()  # set on a deadlock: every running block's next atomic raises, so its thread ends
 
@@ -169,10 +172,15 @@ class _Abandoned(Exception):
     pass
 
 
-def _launch_concurrent(grid, kern, args) -> None:
+def _takes_ticket(kern) -> bool:
+    code = kern._pyfunc.__code__
+    return any(name.endswith("_ticket") for name in code.co_varnames[:code.co_argcount])
+
+
+def _launch_concurrent(grid, kern, args, slots_n: int) -> None:
     order = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
     errors: list[BaseException] = []
-    slots = threading.Semaphore(CONCURRENT_BLOCKS)
+    slots = threading.Semaphore(slots_n)
     done = [0]
 
     def run(b):
@@ -230,8 +238,8 @@ def launch(stream, grid, kern, args):
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     _state.grid = grid
     _abandon.clear()
-    if CONCURRENT_BLOCKS:
-        _launch_concurrent(grid, kern, args)
+    if CONCURRENT_BLOCKS or _takes_ticket(kern):
+        _launch_concurrent(grid, kern, args, CONCURRENT_BLOCKS or TICKET_BLOCKS)
         return
     for z in range(grid[2]):
         for y in range(grid[1]):

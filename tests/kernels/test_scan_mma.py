@@ -1,4 +1,4 @@
-"""MEMORY_TUNING["scan_mma"] / ["scan_mma_rows"] (off by default): a 16-bit cumsum over a middle dim scans each
+"""MEMORY_TUNING["scan_mma"] (on by default) / ["scan_mma_rows"] (off): a 16-bit cumsum over a middle dim scans each
 (BR x BI) chunk as lower-triangular ones @ chunk on tensor cores; a one-tile float row as (BR/64, 64) blocks @
 upper-triangular ones (float32 as tf32 hi + lo) plus block prefixes, chunked rows carrying each chunk's total.
 Compiled for sm_90 and matched to the
@@ -16,7 +16,7 @@ CASES = {  # name: (forward, input, MEMORY_TUNING overrides)
     "bf16_segmented": ("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64).to(torch.bfloat16)", {}),
     "fp16_ragged": ("torch.cumsum(x, 1)", "torch.randn(3, 1000, 40).half()", {}),
     "bf16_one_pass_epilogue": ("torch.cumsum(x, 1) * 0.5", "torch.randn(2, 3000, 96).to(torch.bfloat16)",
-                               {"scan_col_min_blocks": 0}),
+                               {"scan_mma_col_min_blocks": 0}),
     "rows_fp32_tf32_pair": ("torch.cumsum(x, -1)", "torch.randn(3, 4096)", {"scan_mma_rows": True}),
     "rows_fp32_ragged_exclusive": ("torch.cumsum(x, -1) - x", "torch.randn(5, 2000)", {"scan_mma_rows": True}),
     "rows_bf16": ("torch.cumsum(x, -1)", "torch.randn(4, 4096).to(torch.bfloat16)", {"scan_mma_rows": True}),

@@ -1,5 +1,5 @@
-"""Long layer / rms norm rows split over cooperating blocks that read once (norm_split.py, TUNING
-["norm_split_elems"], off by default): compiled for sm_90 without spills, and run in the emulator with blocks as
+"""Long layer / rms norm rows and group norm groups split over cooperating blocks that read once (norm_split.py,
+TUNING["norm_split_elems"]; groups only with ["norm_split_groups"]): compiled for sm_90 without spills, and run in the emulator with blocks as
 concurrent threads started in block order, so each block really waits for its row's segments that start after
 it. With fewer block slots than segments per row the same kernel deadlocks, which the emulator reports: the
 ticket order makes S resident blocks sufficient, not fewer."""
@@ -22,7 +22,7 @@ CASES = {  # name: (init, forward, input shape, elements per block, (segments, c
                                    "2, 24576", 8192, (3, 4)),
     # group norm as channel rows ((1, 8, 512) tiles: 8 x 3136 in 7 ragged chunks; 8 x 4096 in 8) and as flat
     # rows (1024 channels of 4 x 4 per group: rows of 16384)
-    "group_norm_silu_channel_rows": ("self.g = nn.GroupNorm(4, 32)", "F.silu(self.g(x))", "2, 32, 56, 56", 8192,
+    "group_norm_silu_channel_rows": ("self.g = nn.GroupNorm(4, 32)", "F.silu(self.g(x))", "2, 32, 56, 56", 4096,
                                      (7, 1)),
     "group_norm_channel_rows": ("self.g = nn.GroupNorm(2, 16)", "self.g(x)", "1, 16, 64, 64", 8192, (4, 2)),
     "group_norm_flat_rows": ("self.g = nn.GroupNorm(2, 2048)", "self.g(x)", "2, 2048, 4, 4", 8192, (2, 2)),
@@ -47,6 +47,7 @@ def test_split_rows_compile_and_match_with_concurrent_blocks(name, monkeypatch):
 
     *_, elems, (segments, cps) = CASES[name]
     monkeypatch.setitem(TUNING, "norm_split_elems", elems)
+    monkeypatch.setitem(TUNING, "norm_split_groups", True)
     monkeypatch.setattr(norm, "NUM_SM", 1)  # (the channel-row group layout wants a grid of NUM_SM groups)
     monkeypatch.setattr(rowwise, "NUM_SM", 1)
     spec = _spec(name)
@@ -74,13 +75,21 @@ def test_fewer_block_slots_than_segments_deadlock(monkeypatch):
 
 
 def test_split_rows_only_where_they_apply(monkeypatch):
-    """Off by default; with the knob, rows that fit one tile keep the one-pass form and a prologue whose values
-    and an epilogue (SameShapeGen.resident_ok: the epilogue could read the prologue's values) keeps the two
-    passes."""
+    """Rows that fit one tile keep the one-pass form, a prologue whose values and an epilogue
+    (SameShapeGen.resident_ok: the epilogue could read the prologue's values) keeps the two passes, and group
+    norm groups split only with norm_split_groups; by default rows split in 16384s."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.rowwise import TUNING
 
     assert "read once" not in generate_kernel(_spec("rms_norm_weight")).notes[0]
+    long_rows = snippet_spec(module_model("self.n = nn.LayerNorm(65536)", "self.n(x)", "x"),
+                             "[torch.randn(4, 65536)]", "norm")
+    assert "read once: 4 blocks per row" in generate_kernel(long_rows).notes[0]
+    groups = snippet_spec(module_model("self.g = nn.GroupNorm(2, 16)", "self.g(x)", "x"),
+                          "[torch.randn(1, 16, 128, 128)]", "norm")
+    assert "read once" not in generate_kernel(groups).notes[0]
+    monkeypatch.setitem(TUNING, "norm_split_groups", True)
+    assert "read once" in generate_kernel(groups).notes[0]
     monkeypatch.setitem(TUNING, "norm_split_elems", 8192)
     short = snippet_spec(module_model("self.n = nn.LayerNorm(4096)", "self.n(x)", "x"), "[torch.randn(8, 4096)]",
                          "norm")
@@ -88,6 +97,24 @@ def test_split_rows_only_where_they_apply(monkeypatch):
     both = snippet_spec(module_model("self.n = nn.LayerNorm(20000)", "torch.relu(self.n(x * 2.0))", "x"),
                         "[torch.randn(3, 20000)]", "norm")
     assert "read once" not in generate_kernel(both).notes[0]
+
+
+def test_split_plan_limits(monkeypatch):
+    """Rows whose chunk count has no divisor near elems / chunk (segments of half the target or less) and rows
+    needing more than split_max_segments co-resident blocks stay two-pass; softmax splits by default."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    def notes(forward, shape):
+        spec = snippet_spec(module_model("", forward, "x"), f"[torch.randn({shape})]", "softmax")
+        return generate_kernel(spec).notes[0]
+
+    assert "read once: 8 blocks per row of 4 chunks" in notes("torch.softmax(x, -1)", "4, 131072")
+    assert "read once" not in notes("torch.softmax(x, -1)", "4, 50257")  # 13 chunks of 4096: segments of 4096
+    monkeypatch.setitem(TUNING, "split_max_segments", 4)
+    assert "read once" not in notes("torch.softmax(x, -1)", "4, 131072")
+    monkeypatch.setitem(TUNING, "split_max_segments", 8)
+    assert "read once: 8 blocks" in notes("torch.softmax(x, -1)", "4, 131072")
 
 
 SOFTMAX_CASES = {  # name: (init, forward, input shape, elements per block, (segments, chunks per segment))
