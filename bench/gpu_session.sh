@@ -99,19 +99,21 @@ for part in "$@"; do
                  >> "$out/prepared_sizes.txt" 2>> "$out/prepared_sizes.err"
              done; grep -E "smaller|bigger|\*|eager" "$out/prepared_sizes.txt" | cut -c1-120 ;;
     prepared-gemm) # session 9's candidates for the last GEMM gap (linear+gelu at 0.99x eager, mm 8192 0.96 of
-             # cuBLAS): the 128x256 / 8-warp default walked by a persistent grid, and clusters of 2
+             # cuBLAS): the 128x256 / 8-warp default walked by a persistent grid (adopted in session 10), and
+             # clusters of 2 (lost)
              for only in "linear+gelu" "mm 8192"; do for m in "persistent 128x256" "ctas=2"; do
                timeout ${VARIANTS_TIMEOUT:-75} python3 bench/variants_gemm.py --only "$only" --match "$m" \
                  >> "$out/prepared_gemm2.txt" 2>> "$out/prepared_gemm2.err"
              done; done; grep -E "^(mm|linear)" "$out/prepared_gemm2.txt" | cut -c1-120 ;;
-    prepared-scan) # session 9's tensor-core scans (off): 16-bit cumsum over a middle dim (scan_mma), one-tile
-             # float rows (scan_mma_rows)
+    prepared-scan) # session 9's tensor-core scans: 16-bit cumsum over a middle dim (scan_mma, adopted in
+             # session 10), one-tile float rows (scan_mma_rows, lost)
              for only in "cumsum dim=1" "cumsum 4096x4096" "cumsum 64x1048576"; do
                timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "$only" --match "tensor-core" \
                  >> "$out/prepared_scan_mma.txt" 2>> "$out/prepared_scan_mma.err"
              done; grep -E "cumsum" "$out/prepared_scan_mma.txt" | cut -c1-120 ;;
-    prepared-split) # session 9's split rows (norm_split.py, off): the norm GPU test first (blocks of a
-             # row wait on each other through atomics; a hang is killed by the timeouts), then the long norms
+    prepared-split) # session 9's split rows (split_rows.py; softmax and norm rows in 16384s adopted in session
+             # 10, group norm splits lost): the GPU test first (blocks of a row wait on each other through
+             # atomics; a hang is killed by the timeouts), then the long norms and softmax rows
              timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE \
                tests/kernels/test_split_rows_gpu.py > "$out/prepared_split.log" 2>&1
              tail -1 "$out/prepared_split.log"; grep -E "^(FAILED|ERROR)" "$out/prepared_split.log" | cut -c1-200

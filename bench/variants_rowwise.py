@@ -96,15 +96,15 @@ VARIANTS = {
     # tileiras 13.4 segfaulted on the 8192 form of layer_norm 2048x65536)
     "split8k": {"norm_split_elems": 8192},
     "split4k": {"norm_split_elems": 4096},
-    # 16384 floats per block (session 10): at occupancy 2 R128 with a 112-byte frame; on 8 worker warps at
-    # occupancy 1 R168, 40-byte frame
+    # 16384 floats per block (session 10; the default since): at occupancy 2 R128 with a 112-byte frame, 0.377 ms
+    # (two-pass 0.404); on 8 worker warps at occupancy 1 R168, 40-byte frame, 0.616 ms
     "split16k": {"norm_split_elems": 16384},
     "split16k_ww8": {"norm_split_elems": 16384, "split_occupancy": 1, "worker_warps": 8},
     # softmax rows past 32768 likewise (softmax_split.py): sm_90 R128, zero frame for 8192 and 16384 fp32
     "ssplit8k": {"softmax_split_elems": 8192},
     "ssplit16k": {"softmax_split_elems": 16384},
     # 32768 per block on 8 worker warps at occupancy 1 (session 10; sm_90 R168, zero frame), as the one-tile
-    # 32768-float rows that reach 0.94 of a copy
+    # 32768-float rows that reach 0.94 of a copy: 0.693 ms vs 0.602 in 16384s (the default)
     "ssplit32k_ww8": {"softmax_split_elems": 32768, "split_occupancy": 1, "worker_warps": 8},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192

@@ -6,8 +6,8 @@ reduces them to a few float32 statistics, publishes each as a 64-bit word (flag 
 atomic exchange publishes a value and its flag together, so relaxed ordering suffices), spins until every
 segment of its row has published, merges them, and finishes its chunks from registers. Deadlock-free because
 tickets are taken in start order: while a row is incomplete, the running blocks that wait hold the lowest
-unfinished tickets, all of one row, at most S - 1 of them, so a free slot starts the next ticket (the GPU holds
-far more than S blocks). The ticket and the status words are zeroed by the wrapper on every call. Users:
+unfinished tickets, all of one row, at most S - 1 of them, so a free slot starts the next ticket (the GPU must
+hold S blocks at once: plan() caps S at TUNING["split_max_segments"], 32). The ticket and the status words are zeroed by the wrapper on every call. Users:
 norm_split.py (layer / rms / instance / group norm), softmax_split.py.
 """
 
