@@ -7,8 +7,9 @@ atomic exchange publishes a value and its flag together, so relaxed ordering suf
 segment of its row has published, merges them, and finishes its chunks from registers. Deadlock-free because
 tickets are taken in start order: while a row is incomplete, the running blocks that wait hold the lowest
 unfinished tickets, all of one row, at most S - 1 of them, so a free slot starts the next ticket (the GPU must
-hold S blocks at once: plan() caps S at TUNING["split_max_segments"], 32). The ticket and the status words are zeroed by the wrapper on every call. Users:
-norm_split.py (layer / rms / instance / group norm), softmax_split.py.
+hold S blocks at once: plan() caps S at TUNING["split_max_segments"], 32). The ticket and the status words are
+zeroed by the wrapper on every call, in one allocation. Users: norm_split.py (layer / rms / instance / group
+norm), softmax_split.py.
 """
 
 from __future__ import annotations
@@ -105,10 +106,16 @@ class SplitRow:
         return f"sidx < {S}"
 
     def workspace(self, device: str) -> list[str]:
-        dev = f"{device}.device"
-        return ([f"{self.prefix}_ticket = torch.zeros((1,), dtype=torch.int32, device={dev})"]
-                + [f"{self.prefix}_st_{v} = torch.zeros(({self.L.O}, {self.S}), dtype=torch.int64, device={dev})"
-                   for v in self.names])
+        """Wrapper lines zeroing the ticket and the status words in one allocation (one fill per call, not one per
+        array); each part starts on a 16-byte boundary."""
+        p, n = self.prefix, self.L.O * self.S
+        stride = n + n % 2  # int64 words per status array, rounded up to 16 bytes
+        lines = [f"{p}_ws = torch.zeros(({2 + stride * len(self.names)},), dtype=torch.int64, device={device}.device)",
+                 f"{p}_ticket = {p}_ws[:1].view(torch.int32)[:1]"]
+        for i, v in enumerate(self.names):
+            start = 2 + i * stride
+            lines.append(f"{p}_st_{v} = {p}_ws[{start}:{start + n}].view({self.L.O}, {self.S})")
+        return lines
 
     def grid(self) -> tuple[int]:
         return (self.L.O * self.S,)
