@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -121,6 +121,16 @@ for part in "$@"; do
                timeout ${VARIANTS_TIMEOUT:-170} python3 bench/variants_rowwise.py --cases "layer_norm 2048,group_norm,131072" \
                  --variants default,split8k,split4k,ssplit8k,ssplit16k --budget 150 > "$out/prepared_split.txt" 2>&1
                tail -4 "$out/prepared_split.txt"
+             fi ;;
+    prepared-ragged) # session 10's ragged split softmax rows (TUNING["softmax_split_ragged"], off): the split-row
+             # GPU test (its ragged_* cases), then GPT-2-vocabulary rows two-pass vs split
+             timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE -n 4 \
+               tests/kernels/test_split_rows_gpu.py > "$out/prepared_ragged.log" 2>&1
+             tail -1 "$out/prepared_ragged.log"; grep -E "^(FAILED|ERROR)" "$out/prepared_ragged.log" | cut -c1-200
+             if grep -q " passed" "$out/prepared_ragged.log" && ! grep -qE "failed|error" "$out/prepared_ragged.log"; then
+               timeout ${VARIANTS_TIMEOUT:-100} python3 bench/variants_rowwise.py --cases "50257" \
+                 --variants default,ssplit_ragged,ssplit8k --budget 80 > "$out/prepared_ragged.txt" 2>&1
+               tail -3 "$out/prepared_ragged.txt"
              fi ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \

@@ -54,6 +54,9 @@ EXTRA_CASES = [
     # a vocabulary-size row (past softmax_wide_single: two passes, or split rows read once)
     ("softmax", "softmax rows 2048x131072 fp32 (two-pass rows)", "def forward(self, x):\n        return torch.softmax(x, -1)",
      "[torch.randn(2048, 131072)]", "mem", None),
+    # GPT-2's vocabulary: 13 chunks of 4096, no divisor near 16384 (two passes, or ragged split rows)
+    ("softmax", "softmax rows 4096x50257 fp32 (two-pass rows)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(4096, 50257)]", "mem", None),
 ]
 
 # name -> TUNING overrides; "old" reproduces last session's generator (non-persistent, no hints, small tiles)
@@ -106,6 +109,9 @@ VARIANTS = {
     # 32768 per block on 8 worker warps at occupancy 1 (session 10; sm_90 R168, zero frame), as the one-tile
     # 32768-float rows that reach 0.94 of a copy: 0.693 ms vs 0.602 in 16384s (the default)
     "ssplit32k_ww8": {"softmax_split_elems": 32768, "split_occupancy": 1, "worker_warps": 8},
+    # rows without a chunk-count divisor near 16384 / 4096: 4-chunk segments and a short last one (session 10,
+    # off; sm_90 R128, zero frame)
+    "ssplit_ragged": {"softmax_split_ragged": True},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
@@ -175,7 +181,8 @@ def variants_for(label: str, family: str) -> list[str]:
             if "norm" in label else []) + (
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
-            else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8"] if "131072" in label else [])
+            else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8"] if "131072" in label else []) + (
+            ["ssplit_ragged", "ssplit8k"] if "50257" in label else [])
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]
     if "inner dim" in label:

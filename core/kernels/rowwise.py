@@ -144,25 +144,25 @@ TUNING = {
     # 0.401 ms, 32768 kept on 8 worker warps 0.517, 16384 kept 0.796, 16384 on 8 warps 0.460: the register-held
     # chunks cost more (fewer rows in flight per SM) than the reads they save
     "norm_resident_elems": None,
-    # two-pass norm rows (layer / rms / instance rows, group norm groups) split over cooperating blocks that read
-    # once (norm_split.py): each block holds this many elements of a row (whole chunks) in registers, publishes
-    # its segment's statistics through 64-bit atomic words, waits for its row's other segments (taken in
-    # atomic-ticket order, so they have started or will start: no deadlock), merges them and normalizes from
-    # registers (None: off). layer_norm 2048x65536 fp32 would read its input once (the two-pass form reads it
-    # twice: 0.63 of a copy, 0.67 its ceiling) with the register footprint of the one-pass 8192-float rows (0.86
-    # of a copy); group_norm(32)+silu 32x256x56x56 fp16 likewise (0.67 now). Compiled for sm_90 (R128, zero
-    # frame) and emulated with concurrently running blocks, correct on the GPU (tests/kernels/test_split_rows_gpu.py)
-    # but slower:
-    # H200, session 10, same run, device time, layer_norm 2048x65536 fp32: two-pass 0.402 ms (0.63 of a copy),
-    # split in 8192s 0.476, in 4096s 0.650; next run 0.404 two-pass, 16384s 0.377 (0.68; sm_90: R128 with a
-    # 112-byte frame), 16384s on 8 worker warps at occupancy 1 0.616. Group norm groups only with
-    # norm_split_groups: group_norm(32)+silu 32x256x56x56 fp16 0.045 -> 0.213 ms in 8192s
+    # two-pass norm rows (layer / rms / instance rows; group norm groups with norm_split_groups) split over
+    # cooperating blocks that read once (norm_split.py): each block holds this many elements of a row (whole
+    # chunks) in registers, publishes its segment's statistics through 64-bit atomic words, waits for its row's
+    # other segments (taken in atomic-ticket order, so they have started or will start: no deadlock), merges them
+    # and normalizes from registers (None: off; the two-pass form reads each row twice, 0.67 of a copy at best).
+    # Correct on the GPU with waiting blocks (tests/kernels/test_split_rows_gpu.py). H200, session 10, same run,
+    # device time, layer_norm 2048x65536 fp32: two-pass 0.402 ms (0.63 of a copy), split in 8192s 0.476, in
+    # 4096s 0.650; next run: two-pass 0.404, 16384s 0.377 (0.68; sm_90 R128 with a 112-byte frame), 16384s on 8
+    # worker warps at occupancy 1 0.616. group_norm(32)+silu 32x256x56x56 fp16: 0.045 -> 0.213 ms in 8192s
     "norm_split_elems": 16384,
     "norm_split_groups": False,
     # the same for softmax / log_softmax rows longer than softmax_wide_single (softmax_split.py): each block holds
     # its segment, publishes its max and sum of exponentials. H200, session 10, same run, device time, softmax
     # 2048x131072 fp32: two-pass rows 0.777 ms (0.65 of a copy), split in 8192s 0.786, in 16384s 0.601 (0.84)
     "softmax_split_elems": 16384,
+    # ... also for rows whose chunk count has no divisor near softmax_split_elems / chunk (vocabularies of 50257:
+    # 13 chunks of 4096; 151936: 38): segments of that many chunks, the last one short, its slots past the row
+    # masked on load and dropped by ct.store's bounds. Compiled for sm_90 and emulated; not yet timed on a GPU
+    "softmax_split_ragged": False,
     "split_occupancy": 2,  # the occupancy hint of split-row kernels (None: the compiler's; see norm_split_elems)
     # at most this many blocks per split row: all of a row's blocks must be resident at once (a block spins until
     # its row's others have published), so rows needing more segments stay two-pass; 32 blocks fit any GPU of 16

@@ -13,7 +13,7 @@ def split_plan(gen) -> tuple[int, int] | None:
     (SameShapeGen.resident_ok); else None."""
     if gen.L.kind != "row" or not gen.resident_ok():
         return None
-    return plan(gen.L, TUNING["softmax_split_elems"])
+    return plan(gen.L, TUNING["softmax_split_elems"], ragged=bool(TUNING["softmax_split_ragged"]))
 
 
 def emit_split_row(sm, segments: int, cps: int, exp) -> tuple[list[str], tuple[int]]:
@@ -25,14 +25,16 @@ def emit_split_row(sm, segments: int, cps: int, exp) -> tuple[list[str], tuple[i
     split.emit_coords()
     ax = L.axis
     k(f"m = ct.full({L.red_tile}, -math.inf, dtype=ct.float32)")
+    stats = []  # per slot: the tile its statistics see (a repeat of the row's last chunk: all -inf)
     for i in range(cps):  # the segment's chunks, kept in registers (padding lanes at -inf)
         xs, _, _ = sm.masked_input(split.chunk(i, cps))
         k(f"res{i} = {xs}")
-        k(f"m = ct.maximum(m, ct.max(res{i}, axis={ax}, keepdims=True))")
+        stats.append(f"ct.where(in{i}, res{i}, -math.inf)" if split.past_row(i, cps) else f"res{i}")
+        k(f"m = ct.maximum(m, ct.max({stats[i]}, axis={ax}, keepdims=True))")
     k("m_loc = ct.where(m == -math.inf, 0.0, m)")  # a segment of -inf only: its sum is 0 whatever the reference
     k(f"l = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
     for i in range(cps):
-        k(f"l = l + ct.sum({exp(f'res{i} - m_loc')}, axis={ax}, keepdims=True)")
+        k(f"l = l + ct.sum({exp(f'{stats[i]} - m_loc')}, axis={ax}, keepdims=True)")
     split.publish()
     live = split.gather()
     k(f"mx = ct.full({L.red_tile}, 0.0, dtype=ct.float32) + ct.max(ct.where({live}, a_m, -math.inf))")

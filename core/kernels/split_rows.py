@@ -15,7 +15,7 @@ norm), softmax_split.py.
 from __future__ import annotations
 
 from .base import pow2_at_least
-from .rowwise import TUNING, Kernel, Layout
+from .rowwise import TUNING, Kernel, Layout, cdiv
 
 RELAXED = "memory_order=ct.MemoryOrder.RELAXED"
 LOW32 = "4294967295"
@@ -32,16 +32,22 @@ def word_value(word: str) -> str:
     return f"ct.bitcast(({word} & {LOW32}).astype(ct.int32), ct.float32)"
 
 
-def plan(L: Layout, elems) -> tuple[int, int] | None:
+def plan(L: Layout, elems, ragged: bool = False) -> tuple[int, int] | None:
     """(segments S, chunks per segment) for rows of one-row tiles with several chunks, or None: `elems` unset,
     fewer than two segments, more than TUNING["split_max_segments"], or segments of half `elems` or less (a
     chunk count without a divisor near `elems / chunk`). Chunks per segment: the largest divisor of the chunk
-    count within `elems`."""
+    count within `elems`; with `ragged`, when no divisor is near, about `elems / chunk` chunks per segment and a
+    short last segment (SplitRow.chunk: its slots past the row repeat the row's last chunk, left out of the
+    statistics by the caller)."""
     if not elems or L.kind not in ("row", "group") or L.BO != 1 or L.nch < 2:
         return None
-    cps = max([d for d in range(1, L.nch + 1) if L.nch % d == 0 and d * L.chunk_elems <= int(elems)] or [1])
-    segments = L.nch // cps
-    if not 2 <= segments <= int(TUNING["split_max_segments"]) or 2 * cps * L.chunk_elems <= int(elems):
+    elems = int(elems)
+    cps = max([d for d in range(1, L.nch + 1) if L.nch % d == 0 and d * L.chunk_elems <= elems] or [1])
+    if ragged and 2 * cps * L.chunk_elems <= elems:
+        cps = max(1, elems // L.chunk_elems)
+        cps = cdiv(L.nch, cdiv(L.nch, cps))  # the same segment count, the slots spread evenly
+    segments = cdiv(L.nch, cps)
+    if not 2 <= segments <= int(TUNING["split_max_segments"]) or 2 * cps * L.chunk_elems <= elems:
         return None
     return segments, cps
 
@@ -68,9 +74,21 @@ class SplitRow:
             k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
 
     def chunk(self, i: int, cps: int) -> str:
-        """Emit and return the variable of the segment's `i`-th chunk index (of `cps` chunks per segment)."""
-        self.k(f"c{i} = seg * {cps} + {i}" if cps > 1 else f"c{i} = seg")
+        """Emit and return the variable of the segment's `i`-th chunk index (of `cps` chunks per segment). In a
+        short last segment (plan's `ragged`) a slot past the row reads and writes the row's last chunk again
+        (same block, same values) and `in<i>` says whether the slot is a chunk of its own: its statistics must
+        leave that repeat out (see past_row)."""
+        nch = self.L.nch
+        if (self.S - 1) * cps + i < nch:
+            self.k(f"c{i} = seg * {cps} + {i}" if cps > 1 else f"c{i} = seg")
+        else:
+            self.k(f"in{i} = seg * {cps} + {i} < {nch}")
+            self.k(f"c{i} = ct.minimum(seg * {cps} + {i}, {nch - 1})")
         return f"c{i}"
+
+    def past_row(self, i: int, cps: int) -> bool:
+        """Whether slot `i` of the last segment lies past the row (then `in<i>` was emitted by chunk())."""
+        return (self.S - 1) * cps + i >= self.L.nch
 
     def status(self, v: str) -> str:
         return self.kern.tensor(f"st_{v}", f"{self.prefix}_st_{v}")

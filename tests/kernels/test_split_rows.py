@@ -1,8 +1,8 @@
 """Long layer / rms norm rows and group norm groups split over cooperating blocks that read once (norm_split.py,
-TUNING["norm_split_elems"]; groups only with ["norm_split_groups"]): compiled for sm_90 without spills, and run in the emulator with blocks as
-concurrent threads started in block order, so each block really waits for its row's segments that start after
-it. With fewer block slots than segments per row the same kernel deadlocks, which the emulator reports: the
-ticket order makes S resident blocks sufficient, not fewer."""
+TUNING["norm_split_elems"]; groups only with ["norm_split_groups"]): compiled for sm_90 without spills, and run
+in the emulator with blocks as concurrent threads started in block order, so each block really waits for its
+row's segments that start after it. With fewer block slots than segments per row the same kernel deadlocks,
+which the emulator reports: the ticket order makes S resident blocks sufficient, not fewer."""
 
 from __future__ import annotations
 
@@ -143,5 +143,35 @@ def test_split_softmax_rows(name, monkeypatch):
     (record,) = trace_launches(source, spec)
     assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
     monkeypatch.setattr(emu, "CONCURRENT_BLOCKS", segments + 2)
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+
+
+RAGGED = {  # name: (forward, input, (segments, chunks per segment)) at softmax_split_elems 16384, chunks of 4096
+    # 13 chunks in 4 segments of 4: the last segment's 3 slots past the row (masked by the ragged columns)
+    "vocab_50257": ("torch.softmax(x, -1)", "torch.randn(3, 50257)", (4, 4)),
+    # 13 whole chunks (no ragged columns): the slots past the row masked explicitly
+    "exact_53248_log": ("torch.log_softmax(x * 0.5, -1)", "torch.randn(2, 53248)", (4, 4)),
+    "vocab_151936_bf16": ("torch.softmax(x, -1)", "torch.randn(2, 151936).to(torch.bfloat16)", (10, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RAGGED))
+def test_split_softmax_ragged_segments(name, monkeypatch):
+    """TUNING["softmax_split_ragged"]: rows whose chunk count has no divisor near the target split into equal
+    segments and a short last one; compiled for sm_90 without spills, matched in the emulator with waiting
+    blocks; off, the same rows stay two-pass."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    forward, inputs, (segments, cps) = RAGGED[name]
+    spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "softmax")
+    assert "read once" not in generate_kernel(spec).notes[0]
+    monkeypatch.setitem(TUNING, "softmax_split_ragged", True)
+    source = generate_kernel(spec)
+    assert f"read once: {segments} blocks per row of {cps} chunks" in source.notes[0], source.notes
+    (record,) = trace_launches(source, spec)
+    assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
     result = check_emulated(spec, source)
     assert result.ok, result.message

@@ -1,8 +1,8 @@
 """Long norm and softmax rows split over cooperating blocks that read once (split_rows.py; TUNING
-["norm_split_elems"] / ["softmax_split_elems"], group norm groups with ["norm_split_groups"]) on the GPU: thousands of blocks, each waiting on
-its row's other segments through atomics while the rest of the grid runs, fresh random inputs per seed, poisoned
-outputs, float64 references. (The CPU test, test_split_rows.py, runs the blocks as concurrent threads in the
-emulator.)"""
+["norm_split_elems"] / ["softmax_split_elems"], group norm groups with ["norm_split_groups"]) on the GPU:
+thousands of blocks, each waiting on its row's other segments through atomics while the rest of the grid runs,
+fresh random inputs per seed, poisoned outputs, float64 references. (The CPU test, test_split_rows.py, runs the
+blocks as concurrent threads in the emulator.)"""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ CASES = [  # name, family, init, forward, input shape, dtype, elements per block
     ("softmax_vocab", "softmax", "", "torch.softmax(x, -1)", (512, 131072), "float32", 16384),
     ("log_softmax_bf16_16k", "softmax", "", "torch.log_softmax(x * 0.5, -1)", (512, 131072), "bfloat16", 16384),
     ("softmax_unaligned", "softmax", "", "torch.softmax(x, -1)", (301, 50257), "float32", 4096),
+    # TUNING["softmax_split_ragged"]: 4-chunk segments, the last one short (its slots repeat the last chunk)
+    ("ragged_vocab", "softmax", "", "torch.softmax(x, -1)", (1024, 50257), "float32", 16384),
+    ("ragged_exact_log_bf16", "softmax", "", "torch.log_softmax(x, -1)", (512, 53248), "bfloat16", 16384),
 ]
 
 
@@ -40,6 +43,7 @@ def test_split_rows_on_gpu(name, family, init, forward, shape, dtype, elems, see
 
     monkeypatch.setitem(TUNING, f"{family}_split_elems", elems)
     monkeypatch.setitem(TUNING, "norm_split_groups", True)
+    monkeypatch.setitem(TUNING, "softmax_split_ragged", name.startswith("ragged"))
     s = ", ".join(map(str, shape))
     spec = snippet_spec(module_model(init, forward, "x"), f"[torch.randn({s}).to(torch.{dtype})]", family)
     source = generate_kernel(spec)
