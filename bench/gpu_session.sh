@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -131,6 +131,15 @@ for part in "$@"; do
                timeout ${VARIANTS_TIMEOUT:-100} python3 bench/variants_rowwise.py --cases "50257" \
                  --variants default,ssplit_ragged,ssplit8k --budget 80 > "$out/prepared_ragged.txt" 2>&1
                tail -3 "$out/prepared_ragged.txt"
+             fi ;;
+    prepared-scan-all) # session 10's look-back rows reading every earlier total at once (scan_lookback_all,
+             # off): its GPU test first, then cumsum 64x1048576 fp32 against the segmented default
+             timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE -n 4 \
+               tests/kernels/test_scan_lookback_gpu.py -k reading_all > "$out/prepared_scan_all.log" 2>&1
+             tail -1 "$out/prepared_scan_all.log"; grep -E "^(FAILED|ERROR)" "$out/prepared_scan_all.log" | cut -c1-200
+             if grep -q " passed" "$out/prepared_scan_all.log" && ! grep -qE "failed|error" "$out/prepared_scan_all.log"; then
+               timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "cumsum 64x1048576" \
+                 --match "all earlier" > "$out/prepared_scan_all.txt" 2>&1; grep cumsum "$out/prepared_scan_all.txt" | cut -c1-120
              fi ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \

@@ -170,6 +170,13 @@ VARIANTS = {
         ("one pass, chunk 8192 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 8192}),
         ("one pass, chunk 8192, 8 worker warps (lookback)", {"scan_lookback": True, "scan_chunk_elems": 8192,
                                                              "worker_warps": 8}),
+        # session 10 (off): each chunk's block reads all earlier totals of its row at once (no walk, no chain)
+        ("one pass, chunk 4096 (all earlier totals)", {"scan_lookback": True, "scan_lookback_all": True}),
+        ("one pass, chunk 8192 (all earlier totals)", {"scan_lookback": True, "scan_lookback_all": True,
+                                                       "scan_chunk_elems": 8192}),
+        ("one pass, chunk 8192, 8 worker warps (all earlier totals)", {"scan_lookback": True,
+                                                                       "scan_lookback_all": True,
+                                                                       "scan_chunk_elems": 8192, "worker_warps": 8}),
         # each chunk's 64-wide blocks scanned on tensor cores, tf32 hi + lo (session 9, scan_mma_rows; sm_90
         # R255 with an 8-byte frame in the scan kernel), with the default segments and with fewer
         ("chunk 4096, >=1024 blocks, tensor-core blocks", {"scan_mma_rows": True}),

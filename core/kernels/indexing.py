@@ -143,6 +143,12 @@ MEMORY_TUNING: dict[str, Any] = {
     # 9: 18 passed) but slower: cumsum 64x1048576 fp32 segmented 0.282 ms, look-back chunks of 4096 / 8192 0.790 /
     # 0.476 (the serial chain of look-backs, not the bytes, bounds it)
     "scan_lookback": False,
+    # ... rows (not the middle-dim form) whose blocks, instead of walking back one status word per round trip,
+    # read every earlier chunk's total of their row in one vector of atomic reads (up to scan_lookback_all_max
+    # chunks per row) and wait until all are published: no running prefixes, no chain. Compiled for sm_90 and
+    # emulated with concurrent blocks; not yet timed on a GPU
+    "scan_lookback_all": False,
+    "scan_lookback_all_max": 512,
     # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile
     # H200, cross_entropy 4096x65536 bf16: 1024 x 4 rows 0.231 ms, 2048 x 2 0.246, 4096 x 1 row 0.198 (eager 0.452)
     "ce_cols": 4096,

@@ -305,11 +305,16 @@ class _LookBack:
     travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes both and one atomic read sees
     a consistent pair: no ordering between separate stores is needed. A scan line's first chunk publishes flag 2
     at once. Rows (`row` layout): one scan line per block, scalar words. A scan over a middle dim (`col`): the
-    block's BI inner positions are BI scan lines, one word each, each lane walking back on its own."""
+    block's BI inner positions are BI scan lines, one word each, each lane walking back on its own. With
+    MEMORY_TUNING["scan_lookback_all"] a row's block instead reads every earlier chunk's total in one vector of
+    atomic reads, repeated until all are published (no running prefixes are published at all)."""
 
     def __init__(self, gen: SameShapeGen):
         self.gen, self.L = gen, gen.L
         self.col = gen.L.kind == "col"
+        # rows: read all earlier totals at once instead of walking back (MEMORY_TUNING["scan_lookback_all"])
+        self.read_all = (not self.col and bool(MEMORY_TUNING["scan_lookback_all"])
+                         and gen.L.nch <= int(MEMORY_TUNING["scan_lookback_all_max"]))
 
     def emit_coords(self, k, counter: str) -> None:
         L, nch = self.L, self.L.nch
@@ -331,6 +336,20 @@ class _LookBack:
         L, rel = self.L, RELAXED
         val = word_value("w")
         first = "ct.where(c == 0, 2, 1).astype(ct.int64)"
+        if not self.col and self.read_all:
+            # every earlier chunk's total at once: lanes j < c of one vector read (lanes past the row re-read its
+            # last chunk, masked), repeated until all of them carry a flag
+            nch = L.nch
+            sp = pow2_at_least(nch)
+            k(f"ct.atomic_xchg({status}, (pid, c), {flag_word('1', 'agg')}, {rel})")
+            k(f"sidx = ct.arange({sp}, dtype=ct.int32)")
+            k("early = sidx < c")
+            lanes = "sidx" if sp == nch else f"ct.minimum(sidx, {nch - 1})"
+            k(f"w = ct.atomic_add({status}, (pid, {lanes}), 0, {rel})")
+            with k.block(f"while ct.min(ct.where(early, w, {1 << 32})) < {1 << 32}:"):
+                k(f"w = ct.atomic_add({status}, (pid, {lanes}), 0, {rel})")
+            k(f"prefix = ct.sum(ct.where(early, {val}, 0.0))")
+            return "prefix"
         if not self.col:
             k(f"ct.atomic_xchg({status}, (pid, c), {flag_word(first, 'agg')}, {rel})")
             k("prefix = ct.full((), 0.0, dtype=ct.float32)")
@@ -380,5 +399,5 @@ class _LookBack:
                  f"scan_status = torch.zeros({words}, dtype=torch.int64, device={dev})"]
         doc = (f"{', '.join(spec.operations)}: cumsum along dim {dims} of {shape} as {L.kind} {L.view_shape}, tile "
                f"{L.tile}, {nch} chunks per scan line in one pass: a block per chunk in ticket order, prefixes by "
-               "decoupled look-back")
+               + ("the sum of every earlier chunk's published total" if self.read_all else "decoupled look-back"))
         return gen.finish(doc, grid=(lines * nch,), extra_lines=extra)

@@ -99,14 +99,16 @@ def check_shape(shape) -> tuple[int, ...]:
 
 
 def _t(x, like: torch.Tensor | None = None) -> torch.Tensor:
-    """A tile from a tile or a Python scalar (a scalar takes the float dtype of `like`, else float32 / int32)."""
+    """A tile from a tile or a Python scalar (a scalar takes the float dtype of `like`, an int the int64 of an
+    int64 `like`, else float32 / int32)."""
     if isinstance(x, torch.Tensor):
         return x
     if isinstance(x, bool):
         return torch.tensor(x)
     floating = like is not None and like.is_floating_point()
     if isinstance(x, int):
-        return torch.tensor(x, dtype=like.dtype if floating else torch.int32)
+        wide = like is not None and like.dtype == torch.int64
+        return torch.tensor(x, dtype=like.dtype if floating or wide else torch.int32)
     return torch.tensor(float(x), dtype=like.dtype if floating else torch.float32)
 
 

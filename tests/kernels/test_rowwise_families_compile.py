@@ -126,12 +126,25 @@ def test_scan_load_latency_hint(monkeypatch):
 def test_lookback_scans_in_one_pass(monkeypatch):
     """MEMORY_TUNING["scan_lookback"]: long float cumsums (rows, a first dim of 20000 with 3 inner lanes, exclusive)
     take the one-pass decoupled look-back form (ticket-ordered chunks, 64-bit flag/value words); compiled for sm_90 and
-    matched to the reference in the emulator (which runs blocks in order, so the look-back finds each earlier
-    chunk's prefix published: it checks the arithmetic and indexing, the GPU tests the concurrency)."""
+    matched to the reference in the emulator (which runs kernels that take a ticket as concurrent threads started
+    in block order; the GPU tests real concurrency)."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "scan_lookback", True)
     assert _emulate_where("scan", long_cases("scan"), "decoupled look-back", long=True) >= 3
+
+
+def test_lookback_rows_read_every_earlier_total(monkeypatch):
+    """MEMORY_TUNING["scan_lookback_all"]: the look-back's rows read all earlier chunk totals in one vector of
+    atomic reads and wait until each is published (the middle-dim form keeps walking back); compiled for sm_90
+    and matched in the emulator with concurrent blocks; rows of more chunks than scan_lookback_all_max walk."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback", True)
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_all", True)
+    assert _emulate_where("scan", long_cases("scan"), "every earlier chunk's published total", long=True) >= 2
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_all_max", 1)
+    assert _emulate_where("scan", long_cases("scan"), "every earlier chunk's published total", long=True) == 0
 
 
 @pytest.mark.parametrize("defer", [1, 3])

@@ -1,5 +1,6 @@
 """The one-pass decoupled look-back cumsum (MEMORY_TUNING["scan_lookback"], off by default) on the GPU: long scan
-lines (rows, or inner positions of a middle-dim scan) where thousands of chunk blocks run at once and really do find earlier chunks with only their totals published,
+lines (rows, or inner positions of a middle-dim scan) where thousands of chunk blocks run at once and really do
+find earlier chunks with only their totals published,
 fresh random inputs per seed, poisoned outputs, float64 references. (Its CPU test, in
 test_rowwise_families_compile.py, runs blocks one after another and so only checks the arithmetic.)"""
 
@@ -21,9 +22,15 @@ CASES = [  # name, forward, input shape, dtype
 ]
 
 
+# (name, forward, shape, dtype, read_all): MEMORY_TUNING["scan_lookback_all"] on the row cases, where each block
+# reads every earlier chunk's total in one vector of atomic reads and waits until all are published
+RUNS = [c + (False,) for c in CASES] + [c + (True,) for c in CASES[:4]]
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("name,forward,shape,dtype", CASES, ids=[c[0] for c in CASES])
-def test_lookback_cumsum_on_gpu(name, forward, shape, dtype, seed, monkeypatch):
+@pytest.mark.parametrize("name,forward,shape,dtype,read_all", RUNS,
+                         ids=[r[0] + ("-reading_all" if r[4] else "") for r in RUNS])
+def test_lookback_cumsum_on_gpu(name, forward, shape, dtype, read_all, seed, monkeypatch):
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.checking import check_kernel
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
@@ -31,9 +38,11 @@ def test_lookback_cumsum_on_gpu(name, forward, shape, dtype, seed, monkeypatch):
     from .helpers_gemm import module_model, snippet_spec
 
     monkeypatch.setitem(MEMORY_TUNING, "scan_lookback", True)
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_all", read_all)
     s = ", ".join(map(str, shape))
     spec = snippet_spec(module_model("", forward, "x"), f"[torch.randn({s}).to(torch.{dtype})]", "scan")
     source = generate_kernel(spec)
-    assert "decoupled look-back" in source.notes[0], source.notes[0]
+    marker = "every earlier chunk's published total" if read_all else "decoupled look-back"
+    assert marker in source.notes[0], source.notes[0]
     result = check_kernel(spec, source, seed=seed)
     assert result.ok, f"{name} seed {seed}: {result.message}"
