@@ -122,8 +122,9 @@ for part in "$@"; do
                  --variants default,split8k,split4k,ssplit8k,ssplit16k --budget 150 > "$out/prepared_split.txt" 2>&1
                tail -4 "$out/prepared_split.txt"
              fi ;;
-    prepared-ragged) # session 10's ragged split softmax rows (TUNING["softmax_split_ragged"], off): the split-row
-             # GPU test (its ragged_* cases), then GPT-2-vocabulary rows two-pass vs split
+    prepared-ragged) # session 10's ragged split rows (TUNING["softmax_split_ragged"], ["norm_split_ragged"], off):
+             # the split-row GPU test (its ragged_* cases), then GPT-2-vocabulary softmax rows and group norm
+             # groups, two-pass vs split
              timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 60 -rfE -n 4 \
                tests/kernels/test_split_rows_gpu.py > "$out/prepared_ragged.log" 2>&1
              tail -1 "$out/prepared_ragged.log"; grep -E "^(FAILED|ERROR)" "$out/prepared_ragged.log" | cut -c1-200
@@ -131,6 +132,10 @@ for part in "$@"; do
                timeout ${VARIANTS_TIMEOUT:-100} python3 bench/variants_rowwise.py --cases "50257" \
                  --variants default,ssplit_ragged,ssplit8k --budget 80 > "$out/prepared_ragged.txt" 2>&1
                tail -3 "$out/prepared_ragged.txt"
+               # group norm groups split with a short last segment (norm_split_ragged)
+               timeout ${VARIANTS_TIMEOUT:-100} python3 bench/variants_rowwise.py --cases "group_norm" \
+                 --variants default,gnsplit16k_ragged,gnsplit8k_ragged --budget 80 > "$out/prepared_gn.txt" 2>&1
+               tail -3 "$out/prepared_gn.txt"
              fi ;;
     prepared-scan-all) # session 10's look-back rows reading every earlier total at once (scan_lookback_all,
              # off): its GPU test first, then cumsum 64x1048576 fp32 against the segmented default

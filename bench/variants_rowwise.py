@@ -112,6 +112,10 @@ VARIANTS = {
     # rows without a chunk-count divisor near 16384 / 4096: 4-chunk segments and a short last one (session 10,
     # off; sm_90 R128, zero frame)
     "ssplit_ragged": {"softmax_split_ragged": True},
+    # group norm groups split in about 16384 / 8192 elements, the last segment short (session 10, off; sm_90
+    # R128, zero frame for group_norm(32)+silu 32x256x56x56 fp16: 2 segments of 4 chunks / 4 of 2)
+    "gnsplit16k_ragged": {"norm_split_groups": True, "norm_split_ragged": True, "norm_split_elems": 16384},
+    "gnsplit8k_ragged": {"norm_split_groups": True, "norm_split_ragged": True, "norm_split_elems": 8192},
     "chunk8k": {"chunk": 8192},
     # long rows, one row per tile and narrower chunks: the lane-wise accumulator of a (2, 4096) tile holds 8192
     # floats per block on top of the loaded tile (few blocks per SM); (1, 2048) / (1, 1024) hold a quarter / eighth
@@ -167,7 +171,7 @@ COMMON = ["default", "ww8", "ww8occ1", "unchecked", "old", "nopersist", "persist
 
 def variants_for(label: str, family: str) -> list[str]:
     if "group_norm" in label:  # each distinct variant JIT-compiles ~12 s: the few that matter
-        return ["default", "split8k", "split4k", "gn1ww8", "ww8occ1", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
+        return ["default", "gnsplit16k_ragged", "gnsplit8k_ragged", "gn1ww8", "ww8occ1", "gnsingle", "gnchunk8k", "gnlane2k", "chunkocc4", "chunkocc8", "chunklat", "chunkldg",
                 "chunkldg_occ4", "chunkldg_lat"]
     names = list(COMMON)
     if family in ("softmax", "norm"):

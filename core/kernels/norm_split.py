@@ -14,7 +14,7 @@ def split_plan(norm) -> tuple[int, int] | None:
     groups, TUNING["norm_split_groups"] is set; else None."""
     if not norm.gen.resident_ok() or (norm.kind == "group" and not TUNING["norm_split_groups"]):
         return None
-    return plan(norm.L, TUNING["norm_split_elems"])
+    return plan(norm.L, TUNING["norm_split_elems"], ragged=bool(TUNING["norm_split_ragged"]))
 
 
 def emit_split_row(norm, kern: Kernel) -> tuple[list[str], tuple[int]]:
@@ -29,7 +29,11 @@ def emit_split_row(norm, kern: Kernel) -> tuple[list[str], tuple[int]]:
         c = split.chunk(i, cps)
         t, _, _ = norm.gen.load_tile(c, kern)
         k(f"res{i} = {t}")
-        norm.accumulate_chunk(kern, c, f"res{i}")
+        if split.past_row(i, cps):  # a short last segment's repeat of the row's last chunk: no statistics
+            with k.block(f"if in{i}:"):
+                norm.accumulate_chunk(kern, c, f"res{i}")
+        else:
+            norm.accumulate_chunk(kern, c, f"res{i}")
     split.publish()
     live = split.gather()
     zero = f"ct.full({L.red_tile}, 0.0, dtype=ct.float32)"

@@ -155,6 +155,10 @@ TUNING = {
     # worker warps at occupancy 1 0.616. group_norm(32)+silu 32x256x56x56 fp16: 0.045 -> 0.213 ms in 8192s
     "norm_split_elems": 16384,
     "norm_split_groups": False,
+    # ... with segments of about norm_split_elems and a short last one where the chunk count has no divisor near
+    # it (as softmax_split_ragged; group_norm(32) over 56x56 maps: 7 chunks of 8 x 512, 2 segments of 4).
+    # Compiled for sm_90 and emulated; not yet timed on a GPU
+    "norm_split_ragged": False,
     # the same for softmax / log_softmax rows longer than softmax_wide_single (softmax_split.py): each block holds
     # its segment, publishes its max and sum of exponentials. H200, session 10, same run, device time, softmax
     # 2048x131072 fp32: two-pass rows 0.777 ms (0.65 of a copy), split in 8192s 0.786, in 16384s 0.601 (0.84)

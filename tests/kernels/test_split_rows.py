@@ -10,6 +10,7 @@ import pytest
 
 from . import cutile_emulator as emu
 from .cutile_emulator import check_emulated
+from .helpers import compile_spec
 from .helpers_gemm import module_model, snippet_spec
 
 CASES = {  # name: (init, forward, input shape, elements per block, (segments, chunks per segment))
@@ -173,5 +174,34 @@ def test_split_softmax_ragged_segments(name, monkeypatch):
     assert f"read once: {segments} blocks per row of {cps} chunks" in source.notes[0], source.notes
     (record,) = trace_launches(source, spec)
     assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+
+
+NORM_RAGGED = {  # name: (init, forward, input, elements per block, (segments, chunks per segment))
+    # group norm groups of 8 x 3136 as channel rows: 7 chunks of (8, 512) in 2 segments of 4, the last short
+    "group_norm_silu_channel_rows": ("self.g = nn.GroupNorm(4, 32)", "F.silu(self.g(x))",
+                                     "torch.randn(2, 32, 56, 56)", 16384, (2, 4)),
+    # 10 chunks of 2048 in 3 segments of 4 (the last: 2 chunks and 2 repeats), bf16
+    "layer_norm_bf16": ("self.n = nn.LayerNorm(20000).to(torch.bfloat16)", "self.n(x)",
+                        "torch.randn(3, 20000).to(torch.bfloat16)", 8192, (3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORM_RAGGED))
+def test_split_norm_ragged_segments(name, monkeypatch):
+    """TUNING["norm_split_ragged"]: a short last segment folds only its own chunks into the statistics (its
+    repeats of the row's last chunk are skipped); compiled for sm_90 and matched in the emulator."""
+    from tilestudio.core.kernels import generate_kernel, norm, rowwise
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    init, forward, inputs, elems, (segments, cps) = NORM_RAGGED[name]
+    monkeypatch.setattr(norm, "NUM_SM", 1)  # (the channel-row group layout wants a grid of NUM_SM groups)
+    monkeypatch.setattr(rowwise, "NUM_SM", 1)
+    for key, value in (("norm_split_elems", elems), ("norm_split_groups", True), ("norm_split_ragged", True)):
+        monkeypatch.setitem(TUNING, key, value)
+    spec = snippet_spec(module_model(init, forward, "x"), f"[{inputs}]", "norm")
+    source = compile_spec(spec, ("sm_90",))
+    assert f"read once: {segments} blocks per row of {cps} chunks" in source.notes[0], source.notes
     result = check_emulated(spec, source)
     assert result.ok, result.message

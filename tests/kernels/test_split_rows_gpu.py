@@ -29,6 +29,9 @@ CASES = [  # name, family, init, forward, input shape, dtype, elements per block
     # TUNING["softmax_split_ragged"]: 4-chunk segments, the last one short (its slots repeat the last chunk)
     ("ragged_vocab", "softmax", "", "torch.softmax(x, -1)", (1024, 50257), "float32", 16384),
     ("ragged_exact_log_bf16", "softmax", "", "torch.log_softmax(x, -1)", (512, 53248), "bfloat16", 16384),
+    # TUNING["norm_split_ragged"]: group norm groups of 7 chunks in 2 segments of 4, the last short
+    ("ragged_group_norm_silu", "norm", "self.g = nn.GroupNorm(32, 256).half()", "F.silu(self.g(x))",
+     (32, 256, 56, 56), "float16", 16384),
 ]
 
 
@@ -43,7 +46,7 @@ def test_split_rows_on_gpu(name, family, init, forward, shape, dtype, elems, see
 
     monkeypatch.setitem(TUNING, f"{family}_split_elems", elems)
     monkeypatch.setitem(TUNING, "norm_split_groups", True)
-    monkeypatch.setitem(TUNING, "softmax_split_ragged", name.startswith("ragged"))
+    monkeypatch.setitem(TUNING, f"{family}_split_ragged", name.startswith("ragged"))
     s = ", ".join(map(str, shape))
     spec = snippet_spec(module_model(init, forward, "x"), f"[torch.randn({s}).to(torch.{dtype})]", family)
     source = generate_kernel(spec)
