@@ -164,8 +164,9 @@ TUNING = {
     # 2048x131072 fp32: two-pass rows 0.777 ms (0.65 of a copy), split in 8192s 0.786, in 16384s 0.601 (0.84)
     "softmax_split_elems": 16384,
     # ... also for rows whose chunk count has no divisor near softmax_split_elems / chunk (vocabularies of 50257:
-    # 13 chunks of 4096; 151936: 38): segments of that many chunks, the last one short, its slots past the row
-    # masked on load and dropped by ct.store's bounds. Compiled for sm_90 and emulated; not yet timed on a GPU
+    # 13 chunks of 4096; 151936: 38): segments of about that many chunks, the last one short, its slots past the
+    # row re-reading the row's last chunk (same block, same values) and left out of the max and sum (split_rows
+    # SplitRow.chunk). Compiled for sm_90 and emulated; not yet timed on a GPU
     "softmax_split_ragged": False,
     "split_occupancy": 2,  # the occupancy hint of split-row kernels (None: the compiler's; see norm_split_elems)
     # at most this many blocks per split row: all of a row's blocks must be resident at once (a block spins until
