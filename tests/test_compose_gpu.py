@@ -11,7 +11,9 @@ import pytest
 
 from corpus import corpus_files
 
-pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("composed_mains")]
+# the module fixture composes and runs every corpus model before the first test, and pytest-timeout counts it into
+# that test: the 300 s default cut it off on the H200 in sessions 8 and 9
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("composed_mains"), pytest.mark.timeout(900)]
 
 MODELS = corpus_files()
 
