@@ -16,7 +16,7 @@ from .gemm_common import CT_DTYPES
 from .indexing import MEMORY_TUNING
 from .rowwise import (FLOAT_DTYPES, Kernel, SameShapeGen, cdiv, choose_tiles_full_row, decode, input_ctx,
                       make_layout, norm_dims, pow2_floor, prod, split_spec)
-from .split_rows import RELAXED, flag_word, word_value
+from .split_rows import FLAGGED, RELAXED, flag_word, word_value
 
 _KINDS = ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin")
 
@@ -336,7 +336,7 @@ class _LookBack:
         L, rel = self.L, RELAXED
         val = word_value("w")
         first = "ct.where(c == 0, 2, 1).astype(ct.int64)"
-        if not self.col and self.read_all:
+        if self.read_all:
             # every earlier chunk's total at once: lanes j < c of one vector read (lanes past the row re-read its
             # last chunk, masked), repeated until all of them carry a flag
             nch = L.nch
@@ -346,7 +346,7 @@ class _LookBack:
             k("early = sidx < c")
             lanes = "sidx" if sp == nch else f"ct.minimum(sidx, {nch - 1})"
             k(f"w = ct.atomic_add({status}, (pid, {lanes}), 0, {rel})")
-            with k.block(f"while ct.min(ct.where(early, w, {1 << 32})) < {1 << 32}:"):
+            with k.block(f"while ct.min(ct.where(early, w, {FLAGGED})) < {FLAGGED}:"):
                 k(f"w = ct.atomic_add({status}, (pid, {lanes}), 0, {rel})")
             k(f"prefix = ct.sum(ct.where(early, {val}, 0.0))")
             return "prefix"

@@ -19,6 +19,7 @@ from .rowwise import TUNING, Kernel, Layout, cdiv
 
 RELAXED = "memory_order=ct.MemoryOrder.RELAXED"
 LOW32 = "4294967295"
+FLAGGED = "4294967296"  # the smallest status word that carries a flag: a word below it is not yet published
 
 
 def flag_word(flag: str, value: str) -> str:
@@ -79,7 +80,7 @@ class SplitRow:
         (same block, same values) and `in<i>` says whether the slot is a chunk of its own: its statistics must
         leave that repeat out (see past_row)."""
         nch = self.L.nch
-        if (self.S - 1) * cps + i < nch:
+        if not self.past_row(i, cps):
             self.k(f"c{i} = seg * {cps} + {i}" if cps > 1 else f"c{i} = seg")
         else:
             self.k(f"in{i} = seg * {cps} + {i} < {nch}")
@@ -117,7 +118,7 @@ class SplitRow:
 
         read()
         lowest = "w_min" if len(self.names) > 1 else f"w_{self.names[0]}"
-        with k.block(f"while ct.min({lowest}) < 4294967296:"):  # a word without its flag: not yet published
+        with k.block(f"while ct.min({lowest}) < {FLAGGED}:"):
             read()
         for v in self.names:
             k(f"a_{v} = {word_value(f'w_{v}')}")

@@ -12,9 +12,10 @@ is, so that a kernel that only works by accident fails here:
   are dropped); `Array.slice` checks its range; `extract` needs a shape that divides the tile;
 - min/max ignore NaN unless `propagate_nan=True`, as documented; `astype(ct.tfloat32)` rounds to a 10-bit
   mantissa; sums and products accumulate in float64;
-- blocks run one after another, or (`CONCURRENT_BLOCKS` = N) as up to N threads started in block order, so
-  kernels whose blocks wait on later blocks through atomics (split_rows.py) really wait; a launch whose running
-  blocks all wait for longer than `DEADLOCK_S` raises. Atomics are sequentially consistent here.
+- blocks run one after another, or (`CONCURRENT_BLOCKS` = N; `TICKET_BLOCKS` for a kernel that takes a
+  `*_ticket`) as up to N threads started in block order, so kernels whose blocks wait on later blocks through
+  atomics (split_rows.py) really wait; a launch whose running blocks all wait for longer than `DEADLOCK_S`
+  raises. Atomics are sequentially consistent here.
 It is not cuTile: compile errors, performance and compiler-specific numerics are only caught by the AOT compile
 and the GPU tests.
 
@@ -420,7 +421,7 @@ class MemoryScope(enum.Enum):
 
 def _atomic(update_fn):
     """An atomic read-modify-write over the gathered elements, returning the old values (under one lock, for
-    blocks running concurrently). What this checks is the arithmetic, the indexing and, with CONCURRENT_BLOCKS,
+    blocks running concurrently). What this checks is the arithmetic, the indexing and, with concurrent blocks,
     the waiting protocol; not the memory model (each atomic here is sequentially consistent)."""
 
     def op(array, indices, *values, check_bounds=True, memory_order=None, memory_scope=None):
