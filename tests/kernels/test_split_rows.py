@@ -111,7 +111,11 @@ def test_split_plan_limits(monkeypatch):
         return generate_kernel(spec).notes[0]
 
     assert "read once: 8 blocks per row of 4 chunks" in notes("torch.softmax(x, -1)", "4, 131072")
-    assert "read once" not in notes("torch.softmax(x, -1)", "4, 50257")  # 13 chunks of 4096: segments of 4096
+    # 13 chunks of 4096: no divisor near 4 chunks, so split evenly with a short last segment (softmax_split_ragged)
+    assert "read once: 4 blocks per row of 4 chunks" in notes("torch.softmax(x, -1)", "4, 50257")
+    monkeypatch.setitem(TUNING, "softmax_split_ragged", False)
+    assert "read once" not in notes("torch.softmax(x, -1)", "4, 50257")  # segments of one 4096 chunk: refused
+    monkeypatch.setitem(TUNING, "softmax_split_ragged", True)
     monkeypatch.setitem(TUNING, "split_max_segments", 4)
     assert "read once" not in notes("torch.softmax(x, -1)", "4, 131072")
     monkeypatch.setitem(TUNING, "split_max_segments", 8)
@@ -159,15 +163,16 @@ RAGGED = {  # name: (forward, input, (segments, chunks per segment)) at softmax_
 
 @pytest.mark.parametrize("name", sorted(RAGGED))
 def test_split_softmax_ragged_segments(name, monkeypatch):
-    """TUNING["softmax_split_ragged"]: rows whose chunk count has no divisor near the target split into equal
-    segments and a short last one; compiled for sm_90 without spills, matched in the emulator with waiting
-    blocks; off, the same rows stay two-pass."""
+    """TUNING["softmax_split_ragged"] (the default): rows whose chunk count has no divisor near the target split
+    into equal segments and a short last one; compiled for sm_90 without spills, matched in the emulator with
+    waiting blocks; off, the same rows stay two-pass."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
     from tilestudio.core.kernels.rowwise import TUNING
 
     forward, inputs, (segments, cps) = RAGGED[name]
     spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "softmax")
+    monkeypatch.setitem(TUNING, "softmax_split_ragged", False)
     assert "read once" not in generate_kernel(spec).notes[0]
     monkeypatch.setitem(TUNING, "softmax_split_ragged", True)
     source = generate_kernel(spec)
