@@ -96,6 +96,11 @@ VARIANTS = {
         # smaller blocks (session 7 ran 2048 < 4096 < 8192 words, fastest first)
         ("words, 1024 per block (smaller)", {"pad_words_tile": 1024}),
         ("words, 512 per block (smaller)", {"pad_words_tile": 512}),
+        # the output as one flat run of words, dense vector stores, input words gathered (session 11; sm_90
+        # 2048: R64, 9 KB shared, 4 STG.128 instead of 16 STG per thread)
+        ("flat words, 2048 per block", {"pad_words_flat": True}),
+        ("flat words, 1024 per block", {"pad_words_flat": True, "pad_flat_tile": 1024}),
+        ("flat words, 4096 per block", {"pad_words_flat": True, "pad_flat_tile": 4096}),
     ],
     "max_pool2d 3x3/2 64x128x112x112 fp16": [
         ("gather 2048 outs (old)", {"pool_pair_windows": False, "pool_quads": False, "pool_overlap_mode": "gather",

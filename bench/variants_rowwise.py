@@ -109,9 +109,19 @@ VARIANTS = {
     # 32768 per block on 8 worker warps at occupancy 1 (session 10; sm_90 R168, zero frame), as the one-tile
     # 32768-float rows that reach 0.94 of a copy: 0.693 ms vs 0.602 in 16384s (the default)
     "ssplit32k_ww8": {"softmax_split_elems": 32768, "split_occupancy": 1, "worker_warps": 8},
-    # rows without a chunk-count divisor near 16384 / 4096: 4-chunk segments and a short last one (session 10,
-    # off; sm_90 R128, zero frame)
+    # rows without a chunk-count divisor near 16384 / 4096: 4-chunk segments and a short last one (session 10;
+    # the default since session 11: softmax 4096x50257 fp32 1.044 -> 0.700 ms), the last segment's repeated
+    # slots storing their chunk again (session 11's split_skip_repeats off) or two-pass rows
     "ssplit_ragged": {"softmax_split_ragged": True},
+    "ssplit_repeat_stores": {"split_skip_repeats": False},
+    "ssplit_none": {"softmax_split_ragged": False},
+    # the blocks of a row wait for its slowest, so 4, 4, 4, 1 chunks keep 13 / 16 of the block time busy: 13
+    # blocks of 1 chunk (also at occupancy 4), 5 of 3, 3 of 5, 2 of 7 on 8 warps
+    "ssplit4k": {"softmax_split_elems": 4096},
+    "ssplit4k_occ4": {"softmax_split_elems": 4096, "split_occupancy": 4},
+    "ssplit12k": {"softmax_split_elems": 12288},
+    "ssplit20k": {"softmax_split_elems": 20480},
+    "ssplit28k_ww8": {"softmax_split_elems": 28672, "split_occupancy": 1, "worker_warps": 8},
     # group norm groups split in about 16384 / 8192 elements, the last segment short (session 10, off; sm_90
     # R128, zero frame for group_norm(32)+silu 32x256x56x56 fp16: 2 segments of 4 chunks / 4 of 2)
     "gnsplit16k_ragged": {"norm_split_groups": True, "norm_split_ragged": True, "norm_split_elems": 16384},
@@ -186,7 +196,8 @@ def variants_for(label: str, family: str) -> list[str]:
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
             else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8"] if "131072" in label else []) + (
-            ["ssplit_ragged", "ssplit8k"] if "50257" in label else [])
+            ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
+             "ssplit28k_ww8"] if "50257" in label else [])
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]
     if "inner dim" in label:

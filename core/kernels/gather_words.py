@@ -66,14 +66,19 @@ def plan(spec: KernelSpec) -> dict | None:
     lead = prod(x.shape[:-2]) if len(pads) == 4 else prod(x.shape[:-1])
     ww, wo = W // per, Wo // per
     q, odd = divmod(L, per) if per == 2 else (L, 0)
+    p = dict(x=x, per=per, W=W, H=H, T=T, L=L, ww=ww, wo=wo, Ho=Ho, lead=lead, q=q, odd=odd)
+    if MEMORY_TUNING["pad_words_flat"] and lead * Ho * wo < 2**31 and lead * H * ww < 2**31:
+        return dict(p, flat=True)  # int32 word indices (flat_generate)
     BJ = pow2_at_least(wo, 1, 256)
     # every slice [j0 - q - odd, + BJ) must overlap [0, ww): the first block's (q + odd < BJ) and the last one's
     if q + odd >= BJ or (-(-wo // BJ) - 1) * BJ - q >= ww:
         return None
-    return dict(x=x, per=per, W=W, H=H, T=T, L=L, ww=ww, wo=wo, Ho=Ho, lead=lead, q=q, odd=odd, BJ=BJ)
+    return dict(p, BJ=BJ, flat=False)
 
 
 def generate(spec: KernelSpec, p: dict) -> KernelSource:
+    if p["flat"]:
+        return flat_generate(spec, p)
     kid, x, o = spec.id, p["x"], spec.outputs[0]
     BJ, wo, Ho, H, T, q = p["BJ"], p["wo"], p["Ho"], p["H"], p["T"], p["q"]
     M = p["lead"] * Ho
@@ -113,6 +118,46 @@ def generate(spec: KernelSpec, p: dict) -> KernelSource:
     w.append(ret_outputs(spec))
     note = (f"{spec.ops[0].op}: rows of {wo} 32-bit words, tile {BM} x {BJ}; each output row a shifted dense slice "
             f"of one input row ({'two words spliced per output word' if p['odd'] else 'word-aligned shift'})")
+    return module(spec, ["\n".join(lines)], "\n".join(w), [f"{kid}_kernel"], [note])
+
+
+def flat_generate(spec: KernelSpec, p: dict) -> KernelSource:
+    """MEMORY_TUNING["pad_words_flat"]: the output as one flat run of 32-bit words, each block storing a dense
+    slice of it (whole-block vector stores, whatever the row width), each output word gathered from its input
+    row: word j of output row m is input word j - q of input row r (odd L: spliced from words j - q - 1 and
+    j - q), zero outside the input row or on a padding row."""
+    kid, x, o = spec.id, p["x"], spec.outputs[0]
+    wo, ww, Ho, H, T, q = p["wo"], p["ww"], p["Ho"], p["H"], p["T"], p["q"]
+    total = p["lead"] * Ho * wo
+    B = pow2_at_least(total, 1, int(MEMORY_TUNING["pad_flat_tile"]))
+    lines = ["@ct.kernel", f"def {kid}_kernel(a_x, o_y, B: ct.Constant[int]):",
+             f"{I}o = ct.bid(0) * B + ct.arange(B, dtype=ct.int32)", f"{I}m = o // {wo}", f"{I}j = o - m * {wo}"]
+    if Ho > 1:  # 2-d padding: output row m is input row r, or a padding row
+        lines += [f"{I}ri = m % {Ho} - {T}", f"{I}ok = (ri >= 0) & (ri < {H})",
+                  f"{I}s = ((m // {Ho}) * {H} + ri) * {ww} + j - {q}"]
+        row_ok = "ok & "
+    else:
+        lines.append(f"{I}s = m * {ww} + j - {q}")
+        row_ok = ""
+    gather = "ct.gather(a_x, {i}, mask={row}(j >= {lo}) & (j < {hi}), padding_value=0)"
+    if p["odd"]:  # low half from the high half of word j - q - 1, high half from the low half of word j - q
+        lines += [f"{I}u = " + gather.format(i="s - 1", row=row_ok, lo=q + 1, hi=q + 1 + ww),
+                  f"{I}v = " + gather.format(i="s", row=row_ok, lo=q, hi=q + ww),
+                  f"{I}w = ((u >> 16) & 65535) | (v << 16)"]
+    else:
+        lines.append(f"{I}w = " + gather.format(i="s", row=row_ok, lo=q, hi=q + ww))
+    lines.append(f"{I}ct.store(o_y, index=(ct.bid(0),), tile=w)")
+
+    w = [f"def launch_{kid}({', '.join(t.name for t in spec.inputs)}):"]
+    alloc_outputs(spec, f"{x.name}.device", w)
+    xs = f"a_{x.name}"
+    w.append(f"{I}{xs} = {x.name}.contiguous().view({p['lead'] * H * p['W']})")
+    w += [f"{I}{xs} = {xs}{v}" for v in word_views(xs, p["per"], "torch.int32")]
+    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({-(-total // B)}, 1, 1), {kid}_kernel, "
+             f"({xs}, {o.name}.view({total * p['per']}).view(torch.int32), {B}))")
+    w.append(ret_outputs(spec))
+    note = (f"{spec.ops[0].op}: the output as {total} 32-bit words, {B} per block stored densely; rows of {wo} "
+            f"words, each word gathered from its input row ({'two words spliced per output word' if p['odd'] else 'word-aligned shift'})")
     return module(spec, ["\n".join(lines)], "\n".join(w), [f"{kid}_kernel"], [note])
 
 

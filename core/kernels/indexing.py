@@ -176,6 +176,11 @@ MEMORY_TUNING: dict[str, Any] = {
     # 0.202 ms (0.50 of a same-size copy); words 2048 per block 0.151 (0.67), 4096 0.158, 8192 0.173
     "pad_words": True,
     "pad_words_tile": 2048,
+    # ... with the output as one flat run of 32-bit words (gather_words.flat_generate): each block stores a dense
+    # slice (vector stores; rows of 57 words store 4 bytes at a time as tiles) and gathers its input words.
+    # Compiled for sm_90 and emulated; not yet timed on a GPU
+    "pad_words_flat": False,
+    "pad_flat_tile": 2048,
     # embedding lookups as 64-bit word copies of the table rows (gather_words.py). H200, same run, device time
     # (session 7), embedding 65536x1024 bf16: elements 4096 per tile 0.074 ms (0.90 of a same-size copy), words
     # 4096 0.066 (1.01), words 8192 0.066 (eager 0.071)

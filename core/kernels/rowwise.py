@@ -171,6 +171,10 @@ TUNING = {
     # fp32 two-pass rows 1.044 ms (0.37 of a copy, slower than eager) -> 4 segments of 4, 4, 4 and 1 chunks 0.700
     # (0.55, 1.10x eager). Group norm groups the same way lose (norm_split_ragged)
     "softmax_split_ragged": True,
+    # ... and a short last segment's slots past the row (repeats of the row's last chunk, read again from cache)
+    # skip the normalizing and the store (`if in<i>:`) instead of writing the same chunk again (softmax
+    # 4096x50257: 16 chunk stores per row for 13 chunks). Compiled for sm_90 and emulated; not yet timed on a GPU
+    "split_skip_repeats": True,
     "split_occupancy": 2,  # the occupancy hint of split-row kernels (None: the compiler's; see norm_split_elems)
     # at most this many blocks per split row: all of a row's blocks must be resident at once (a block spins until
     # its row's others have published), so rows needing more segments stay two-pass; 32 blocks fit any GPU of 16

@@ -44,5 +44,9 @@ def emit_split_row(sm, segments: int, cps: int, exp) -> tuple[list[str], tuple[i
       f"ct.sum(ct.where({live}, a_l * {exp(f'ref - ct.sum({row_max})')}, 0.0))")
     for i in range(cps):
         ctx = gen.tile_ctx(f"c{i}", kern)
-        sm.finish_tile({gen.parts.main: f"res{i}"}, ctx, f"c{i}", f"res{i}", row_max, "s")
+        if split.past_row(i, cps) and TUNING["split_skip_repeats"]:  # a repeat of the row's last chunk: no store
+            with k.block(f"if in{i}:"):
+                sm.finish_tile({gen.parts.main: f"res{i}"}, ctx, f"c{i}", f"res{i}", row_max, "s")
+        else:
+            sm.finish_tile({gen.parts.main: f"res{i}"}, ctx, f"c{i}", f"res{i}", row_max, "s")
     return split.workspace(gen.device), split.grid()

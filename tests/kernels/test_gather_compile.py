@@ -145,6 +145,25 @@ def test_pad_as_word_copies(name, monkeypatch):
         assert result.ok, (strided, result.message)
 
 
+@pytest.mark.parametrize("name", sorted(PAD_WORDS))
+def test_pad_as_flat_word_runs(name, monkeypatch):
+    """MEMORY_TUNING["pad_words_flat"]: the output as one flat run of words, each gathered from its input row
+    (odd left pads splice two words): compiled for sm_90, matched in the emulator on contiguous and strided
+    inputs, with blocks that straddle output rows and planes."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pad_words", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pad_words_flat", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pad_flat_tile", 64)
+    expr, inputs = PAD_WORDS[name]
+    spec = snippet_spec(forward(expr), inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert "the output as" in source.notes[0] and "ct.Slice(" not in source.code, source.notes
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
+        assert result.ok, (strided, result.message)
+
+
 @pytest.mark.parametrize("expr,inputs", [
     ("F.pad(x, (1, 1), value=0.5)", "[torch.randn(2, 6).half()]"),  # a non-zero value
     ("F.pad(x, (1, 1), mode='reflect')", "[torch.randn(2, 6).half()]"),

@@ -135,11 +135,14 @@ PAD_WORDS = [("F.pad(x, (1, 1, 1, 1))", (64, 128, 112, 112)), ("F.pad(x, (1, 1, 
 
 @pytest.mark.parametrize("expr,shape", PAD_WORDS, ids=[f"{e[8:-1]}-{'x'.join(map(str, s))}" for e, s in PAD_WORDS])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_pad_as_word_copies(expr, shape, dtype, monkeypatch):
-    """Zero padding as shifted 32-bit word copies (MEMORY_TUNING["pad_words"], the default; forced on here)."""
+@pytest.mark.parametrize("flat", [False, True], ids=["rows", "flat"])
+def test_pad_as_word_copies(expr, shape, dtype, flat, monkeypatch):
+    """Zero padding as shifted 32-bit word copies (MEMORY_TUNING["pad_words"], the default; forced on here), as
+    row tiles or as one flat run of output words (MEMORY_TUNING["pad_words_flat"])."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pad_words", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pad_words_flat", flat)
     spec = snippet_spec(forward(expr), f"[torch.randn({shape_str(shape)}){DT.get(dtype, '')}]", "gather")
     result = run_check(spec, make_inputs(), CHECK)
     assert result.ok, result.message
