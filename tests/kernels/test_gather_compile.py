@@ -118,7 +118,8 @@ def test_bilinear_matches_pytorch_in_float32_to_rounding():
         torch.testing.assert_close(out, F.interpolate(x, mode="bilinear", **kw), rtol=1e-6, atol=1e-6)
 
 
-# zero padding as shifted word copies (MEMORY_TUNING["pad_words"], the default): odd and even left pads, 1-d and 2-d, 16-bit
+# zero padding as shifted word copies (MEMORY_TUNING["pad_words"], the default, as row tiles or as a flat run of
+# output words, "pad_words_flat", the default): odd and even left pads, 1-d and 2-d, 16-bit
 # and float32, several column blocks, pads wider than a word
 PAD_WORDS = {
     "odd_2d_fp16": ("F.pad(x, (1, 1, 1, 1))", "[torch.randn(2, 3, 6, 8).half()]"),
@@ -136,6 +137,7 @@ def test_pad_as_word_copies(name, monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pad_words", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pad_words_flat", False)
     expr, inputs = PAD_WORDS[name]
     spec = snippet_spec(forward(expr), inputs, FAMILY)
     source = compile_spec(spec, ("sm_90",))
@@ -147,7 +149,7 @@ def test_pad_as_word_copies(name, monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(PAD_WORDS))
 def test_pad_as_flat_word_runs(name, monkeypatch):
-    """MEMORY_TUNING["pad_words_flat"]: the output as one flat run of words, each gathered from its input row
+    """MEMORY_TUNING["pad_words_flat"] (the default): the output as one flat run of words, each gathered from its input row
     (odd left pads splice two words): compiled for sm_90, matched in the emulator on contiguous and strided
     inputs, with blocks that straddle output rows and planes."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
@@ -172,14 +174,17 @@ def test_pad_as_flat_word_runs(name, monkeypatch):
     ("F.pad(x, (0, 0, 0, 0, 1, 1))", "[torch.randn(2, 3, 4, 6).half()]"),  # a third padded dim
     ("torch.relu(F.pad(x, (1, 1)))", "[torch.randn(2, 6).half()]"),  # a fused epilogue
 ])
-def test_pad_words_falls_back_to_gathers(expr, inputs, monkeypatch):
+@pytest.mark.parametrize("flat", [False, True], ids=["rows", "flat"])
+def test_pad_words_falls_back_to_gathers(expr, inputs, flat, monkeypatch):
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pad_words", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pad_words_flat", flat)
     spec = snippet_spec(forward(expr), inputs, FAMILY)
-    code = generate_kernel(spec).code
-    assert "ct.gather(" in code and "ct.Slice(" not in code
+    source = generate_kernel(spec)
+    assert "ct.gather(" in source.code and "ct.Slice(" not in source.code
+    assert "32-bit words" not in " ".join(source.notes), source.notes
 
 
 # embedding lookups as word copies of the table rows (MEMORY_TUNING["embedding_words"], forced on)
