@@ -113,6 +113,11 @@ VARIANTS = {
         # smaller blocks (session 7: 1024 outputs 0.090 ms, 2048 0.109; int32 pairs 1024 < 2048 < 4096 likewise)
         ("int64 quads, 512 outs (smaller)", {"pool_pair_window_outputs": 512}),
         ("int64 quads, 256 outs (smaller)", {"pool_pair_window_outputs": 256}),
+        # the output as a flat run of int32 words, dense stores, gathered input words (session 11; sm_90 1024
+        # words: R104, 24 LDG.64 + 24 LDG.U16 + 2 STG.128 per thread)
+        ("flat quads, 1024 words", {"pool_quads_flat": True}),
+        ("flat quads, 512 words", {"pool_quads_flat": True, "pool_quads_flat_words": 512}),
+        ("flat quads, 2048 words", {"pool_quads_flat": True, "pool_quads_flat_words": 2048}),
         _shifted("split", 1024, 8, 16),
         _shifted("merged", 1024, 8, 16),
     ],

@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     from .pool import PoolOp
 
 
-def _packed_store(spec: KernelSpec, pool: PoolOp, lines: list[str]) -> None:
+def _packed_store(spec: KernelSpec, pool: PoolOp, lines: list[str], index: str = "(pid_m, pid_1)") -> None:
     """Store float32 tiles a (outputs 2q) and b (outputs 2q + 1) rounded to the input dtype, packed into int32
     words: a's 16 bits low, b's high."""
     dt = ct_dtype(pool.x.dtype)
     lines += [f"{I}lo = ct.bitcast(a.astype({dt}), ct.int16).astype(ct.int32) & 65535",
               f"{I}hi = ct.bitcast(b.astype({dt}), ct.int16).astype(ct.int32) << 16",
-              f"{I}ct.store({out_param(spec.outputs[0])}, index=(pid_m, pid_1), tile=lo | hi)"]
+              f"{I}ct.store({out_param(spec.outputs[0])}, index={index}, tile=lo | hi)"]
 
 
 def quads_fit(pool: PoolOp, epilogue: list[OpRecord]) -> bool:
@@ -85,13 +85,33 @@ def quad_windows_fit(pool: PoolOp, epilogue: list[OpRecord]) -> bool:
             and pool.x.dtype in ("float16", "bfloat16") and pool.insp[-1] % 4 == 0 and pool.insp[-1] >= 8)
 
 
+def _quad_window_rows(pool: PoolOp, lines: list[str], load) -> None:
+    """The window rows' maxima a (outputs 2q) and b (2q + 1) of the words `load(k)` emits into v (word q of
+    window row k) and u (word q - 1), `inside` being q >= 1."""
+    e0, e1 = _pair_halves(pool.x.dtype, "wa")
+    e2, e3 = _pair_halves(pool.x.dtype, "wb")
+    left = _pair_halves(pool.x.dtype, "wu")[1]
+    for k in range(pool.k[0] if pool.nd == 2 else 1):
+        lines += load(k)
+        lines += [f"{I}wa = v.astype(ct.int32)",
+                  f"{I}wb = (v >> 32).astype(ct.int32)",
+                  f"{I}wu = (u >> 32).astype(ct.int32)",
+                  f"{I}e1 = {e1}",
+                  f"{I}ta = {_combine(True, _combine(True, e0, 'e1'), f'ct.where(inside, {left}, -math.inf)')}",
+                  f"{I}tb = {_combine(True, _combine(True, 'e1', e2), e3)}",
+                  f"{I}a = {'ta' if k == 0 else _combine(True, 'a', 'ta')}",
+                  f"{I}b = {'tb' if k == 0 else _combine(True, 'b', 'tb')}"]
+
+
 def generate_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> KernelSource:
     """As pool_pairs.generate_pair_windows, with int64 words of four elements: outputs 2q and 2q + 1 read
     elements 4q-1 .. 4q+1 and 4q+1 .. 4q+3, i.e. word q and the last element of word q - 1 (a dense slice one word
     to the left, masked to -inf for q = 0: padding); the two outputs are stored packed in one int32 word."""
     R, In, O = pool.rows, pool.insp, pool.outsp
-    H, Ho, K0 = (In[0], O[0], pool.k[0]) if pool.nd == 2 else (1, 1, 1)
+    H, Ho = (In[0], O[0]) if pool.nd == 2 else (1, 1)
     M, Q = R * Ho, In[-1] // 4
+    if MEMORY_TUNING["pool_quads_flat"] and M * Q < 2**31 and R * H * Q < 2**31:
+        return _flat_quad_windows(spec, rec, pool, M, Q, H)
     BQ = pow2_at_least(Q, 1, 128)
     BM = pow2_at_least(M, 1, max(1, int(MEMORY_TUNING["pool_pair_window_outputs"]) // (2 * BQ)))
     nbq = cdiv(Q, BQ)
@@ -102,22 +122,35 @@ def generate_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp) -> Kern
               f"{I}q0 = pid_1 * BQ",
               f"{I}inside = ct.arange(BQ, dtype=ct.int32)[None, :] + q0 >= 1"]
     window_row_base(pool, lines)
-    e0, e1 = _pair_halves(pool.x.dtype, "wa")
-    e2, e3 = _pair_halves(pool.x.dtype, "wb")
-    left = _pair_halves(pool.x.dtype, "wu")[1]
-    for k in range(K0):
-        lines += shifted_row_loads(pool, x, "q0", "BQ", k)
-        lines += [f"{I}wa = v.astype(ct.int32)",
-                  f"{I}wb = (v >> 32).astype(ct.int32)",
-                  f"{I}wu = (u >> 32).astype(ct.int32)",
-                  f"{I}e1 = {e1}",
-                  f"{I}ta = {_combine(True, _combine(True, e0, 'e1'), f'ct.where(inside, {left}, -math.inf)')}",
-                  f"{I}tb = {_combine(True, _combine(True, 'e1', e2), e3)}",
-                  f"{I}a = {'ta' if k == 0 else _combine(True, 'a', 'ta')}",
-                  f"{I}b = {'tb' if k == 0 else _combine(True, 'b', 'tb')}"]
+    _quad_window_rows(pool, lines, lambda k: shifted_row_loads(pool, x, "q0", "BQ", k))
     _packed_store(spec, pool, lines)
     views = [f".reshape({R * H}, {In[-1]})"] + word_views(x, 4, "torch.int64")
     return _launch_module(spec, pool, lines, views, [M, O[-1]], cdiv(M, BM) * nbq, [BM, BQ],
                           f"{rec.op}: 3-wide stride-2 windows over 16-bit elements read as 64-bit words "
-                          f"({R * H}, {Q}); tile {BM} x {BQ} words from shifted dense-slice loads, {K0} window rows, "
-                          "two outputs packed per 32-bit word", ".view(torch.int32)")
+                          f"({R * H}, {Q}); tile {BM} x {BQ} words from shifted dense-slice loads, "
+                          f"{pool.k[0] if pool.nd == 2 else 1} window rows, two outputs packed per 32-bit word",
+                          ".view(torch.int32)")
+
+
+def _flat_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, M: int, Q: int, H: int) -> KernelSource:
+    """MEMORY_TUNING["pool_quads_flat"]: the output as one flat run of int32 words (output row m, word q: the
+    same q as the input word), each block storing a dense slice of it and gathering its input words."""
+    B = pow2_at_least(M * Q, 1, int(MEMORY_TUNING["pool_quads_flat_words"]))
+    x = array_param(pool.x)
+    lines = _kernel_head(spec, ["B"])
+    lines += [f"{I}o = bid * B + ct.arange(B, dtype=ct.int32)", f"{I}m = o // {Q}", f"{I}q = o - m * {Q}",
+              f"{I}inside = q >= 1"]
+    window_row_base(pool, lines)
+    row = (lambda k: f"base + ct.minimum(ct.maximum(top + {k}, 0), {H - 1})") if pool.nd == 2 else (lambda k: "m")
+
+    def load(k: int) -> list[str]:  # past the last output word m runs past the rows: the gathers read zeros
+        return [f"{I}r = {row(k)}", f"{I}v = ct.gather({x}, (r, q), padding_value=0)",
+                f"{I}u = ct.gather({x}, (r, q - 1), padding_value=0)"]
+
+    _quad_window_rows(pool, lines, load)
+    _packed_store(spec, pool, lines, "(bid,)")
+    views = [f".reshape({pool.rows * H}, {pool.insp[-1]})"] + word_views(x, 4, "torch.int64")
+    return _launch_module(spec, pool, lines, views, [M * pool.outsp[-1]], cdiv(M * Q, B), [B],
+                          f"{rec.op}: 3-wide stride-2 windows over 16-bit elements read as 64-bit words "
+                          f"({pool.rows * H}, {Q}); the output as a flat run of {M * Q} 32-bit words of two outputs, {B} per "
+                          "block stored densely, each gathering its window rows' words", ".view(torch.int32)")

@@ -382,11 +382,13 @@ QUADS = {  # name: (forward, inputs, PyTorch function and args for the bit-exact
 }
 
 
+@pytest.mark.parametrize("flat", [False, True], ids=["tiles", "flat"])
 @pytest.mark.parametrize("name", sorted(QUADS))
-def test_16bit_pools_as_64bit_words(name, monkeypatch):
+def test_16bit_pools_as_64bit_words(name, flat, monkeypatch):
     """MEMORY_TUNING["pool_quads"]: 2-wide windows of 16-bit inputs through int64 words of four elements, two
     outputs packed per int32 word; compiled and emulated (contiguous, strided, an input at an offset that is not
-    a whole word), NaNs from every position of a word and -inf bit-exact."""
+    a whole word), NaNs from every position of a word and -inf bit-exact. `flat`: max_pool(3, 2, 1) with the
+    output as one flat run of words (MEMORY_TUNING["pool_quads_flat"], blocks of 16 words straddling rows)."""
     import torch
     import torch.nn.functional as F
 
@@ -394,10 +396,15 @@ def test_16bit_pools_as_64bit_words(name, monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_quads", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads_flat", flat)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads_flat_words", 16)
     expr, inputs, fn, args = QUADS[name]
+    if flat and "windows" not in name:
+        pytest.skip("flat output words are for 3/2/1 windows")
     spec = snippet_spec(forward(expr), inputs, FAMILY)
     source = compile_spec(spec, ("sm_90",))
     assert any("read as 64-bit words" in n for n in source.notes), source.notes
+    assert flat == any("flat run" in n for n in source.notes), source.notes
     for strided in (False, True):
         result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
         assert result.ok, (strided, result.message)

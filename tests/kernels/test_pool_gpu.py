@@ -113,12 +113,17 @@ QUADS = [("F.max_pool2d(x, 2)", (64, 128, 112, 112)), ("F.max_pool2d(x, 2)", (3,
 
 @pytest.mark.parametrize("expr,shape", QUADS, ids=[f"{e[2:-1]}-{'x'.join(map(str, s))}" for e, s in QUADS])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_pool_16bit_quads(expr, shape, dtype, monkeypatch):
+@pytest.mark.parametrize("flat", [False, True], ids=["tiles", "flat"])
+def test_pool_16bit_quads(expr, shape, dtype, flat, monkeypatch):
     """16-bit pools through 64-bit words, 2-wide aligned and 3/2/1 windows (MEMORY_TUNING["pool_quads"], the
-    default, forced on so the test keeps this path)."""
+    default, forced on so the test keeps this path); 3/2/1 windows also with the output as a flat run of words
+    (MEMORY_TUNING["pool_quads_flat"])."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
+    if flat and "3, 2, 1" not in expr:
+        pytest.skip("flat output words are for 3/2/1 windows")
     monkeypatch.setitem(MEMORY_TUNING, "pool_quads", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads_flat", flat)
     spec = snippet_spec(forward(expr), f"[torch.randn({shape_str(shape)}){DT[dtype]}]", "pool")
     result = run_check(spec, make_inputs(), CHECK)
     assert result.ok, result.message
