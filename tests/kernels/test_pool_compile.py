@@ -239,15 +239,23 @@ PAIR_WINDOW_CASES = {
 }
 
 
+@pytest.mark.parametrize("flat", [False, True], ids=["tiles", "flat"])
 @pytest.mark.parametrize("name", sorted(PAIR_WINDOW_CASES))
-def test_max_pool_3_2_1_reads_16bit_pairs(name):
-    """max_pool(3, 2, 1) over an even last dim of a 16-bit input: int32 pair loads at element offsets (the left
-    neighbour pair through a shifted dense slice), no per-element gathers; contiguous and strided inputs match."""
+def test_max_pool_3_2_1_reads_16bit_pairs(name, flat, monkeypatch):
+    """max_pool(3, 2, 1) over an even last dim of a 16-bit input: word loads at element offsets (the left
+    neighbour through a shifted dense slice, or, with MEMORY_TUNING["pool_quads_flat"] (the default) where the
+    width is a multiple of 4, gathered words of a flat run of output words); contiguous and strided inputs match."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads_flat", flat)
     spec = snippet_spec(*PAIR_WINDOW_CASES[name], FAMILY)
     source = compile_spec(spec, ("sm_90",))
     kernel = source.code.split("def launch_")[0]
-    assert "ct.load_advanced_indexing(" in kernel and "ct.gather(" not in kernel.split("acc = ")[-1].split("\n")[0]
-    assert "ct.gather(a_x" not in kernel and ".view(torch.int32)" in source.code
+    if flat and "flat run" in source.notes[0]:
+        assert "ct.Slice(" not in kernel and "ct.gather(a_x, (r, q - 1)" in kernel
+    else:
+        assert "ct.load_advanced_indexing(" in kernel and "ct.gather(a_x" not in kernel
+    assert ".view(torch.int32)" in source.code
     for strided in (False, True):
         result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
         assert result.ok, result.message
@@ -265,20 +273,24 @@ def test_pair_windows_need_two_output_columns():
     assert "load_advanced_indexing" not in narrow and "load_advanced_indexing" in wide
 
 
+@pytest.mark.parametrize("flat", [False, True], ids=["tiles", "flat"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_pair_window_pool_is_exact_at_the_borders(dtype):
+def test_pair_window_pool_is_exact_at_the_borders(dtype, flat, monkeypatch):
     """Bit-exact against PyTorch with NaN and -inf at the padded borders (first/last rows and columns), where the
-    clamped window rows and the masked left pair of column 0 matter."""
+    clamped window rows and the masked left pair of column 0 matter; as word tiles or a flat run of output words
+    (MEMORY_TUNING["pool_quads_flat"])."""
     import torch
     import torch.nn.functional as F
 
     from .cutile_emulator import emulation, load_emulated
     from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
+    monkeypatch.setitem(MEMORY_TUNING, "pool_quads_flat", flat)
     spec = snippet_spec(forward("F.max_pool2d(x, 3, 2, 1)"), f"[torch.randn(2, 3, 11, 20).to(torch.{dtype})]",
                         FAMILY)
     source = generate_kernel(spec)
-    assert "load_advanced_indexing" in source.code
+    assert ("flat run" in source.notes[0]) == flat, source.notes
     x = torch.randn(2, 3, 11, 20, generator=torch.Generator().manual_seed(7)).to(getattr(torch, dtype)) * 50
     x[0, 0, 0, 0] = x[0, 1, 10, 19] = x[1, 2, 5, 1] = float("nan")
     x[1, 0, :, 0] = float("-inf")
