@@ -12,6 +12,11 @@ operations on int32. Requirements (else the generic path): constant mode with va
 most the last two dims, no fused epilogue, float16/bfloat16 with even input and output widths or float32, and
 every block's slice overlapping its input row (a slice wholly outside the row is undefined in cuTile).
 
+With MEMORY_TUNING["pad_words_flat"] (the default; flat_generate) the output is instead one flat run of 32-bit
+words: each block stores a dense slice of it (whole-tile vector stores, where rows of 57 words stored as tiles
+take 4 bytes per store) and gathers each output word's input word(s) by index, zero outside the input row. Only
+int32 word indices need fit; no slice constraint.
+
 **Embedding.** The generic path reads each table row with `ct.load_advanced_indexing` element by element
 (specialized sm_90 SASS of embedding 65536x1024 bf16: 32 LDG.E.U16 per thread). With the table and the output
 viewed as int64 words (4 bf16 / 2 float32 per word; int32 words when the row is only 4-byte divisible) the same
@@ -156,8 +161,9 @@ def flat_generate(spec: KernelSpec, p: dict) -> KernelSource:
     w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({-(-total // B)}, 1, 1), {kid}_kernel, "
              f"({xs}, {o.name}.view({total * p['per']}).view(torch.int32), {B}))")
     w.append(ret_outputs(spec))
+    shift = "two words spliced per output word" if p["odd"] else "word-aligned shift"
     note = (f"{spec.ops[0].op}: the output as {total} 32-bit words, {B} per block stored densely; rows of {wo} "
-            f"words, each word gathered from its input row ({'two words spliced per output word' if p['odd'] else 'word-aligned shift'})")
+            f"words, each word gathered from its input row ({shift})")
     return module(spec, ["\n".join(lines)], "\n".join(w), [f"{kid}_kernel"], [note])
 
 

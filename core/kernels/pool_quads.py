@@ -14,6 +14,10 @@ Each output is reduced in float32 (exact for max: the result is one of the input
 back unchanged) and rounded once to the input dtype for avg. Requirements (else the pair path): max or avg, 2-d
 (or 1-d) pools with windows k = stride, no padding/dilation/indices/ceil overhang, last kernel dim 2, width a
 multiple of 4, no fused epilogue.
+
+max_pool(3, 2, 1) windows (generate_quad_windows) store, with MEMORY_TUNING["pool_quads_flat"] (the default), the
+output as one flat run of those int32 words, each block a dense slice (vector stores, whatever the row width),
+its input words gathered by index (_flat_quad_windows).
 """
 
 from __future__ import annotations
@@ -152,5 +156,6 @@ def _flat_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, M: int, Q:
     views = [f".reshape({pool.rows * H}, {pool.insp[-1]})"] + word_views(x, 4, "torch.int64")
     return _launch_module(spec, pool, lines, views, [M * pool.outsp[-1]], cdiv(M * Q, B), [B],
                           f"{rec.op}: 3-wide stride-2 windows over 16-bit elements read as 64-bit words "
-                          f"({pool.rows * H}, {Q}); the output as a flat run of {M * Q} 32-bit words of two outputs, {B} per "
-                          "block stored densely, each gathering its window rows' words", ".view(torch.int32)")
+                          f"({pool.rows * H}, {Q}); the output as a flat run of {M * Q} 32-bit words of two "
+                          f"outputs, {B} per block stored densely, each gathering its window rows' words",
+                          ".view(torch.int32)")
