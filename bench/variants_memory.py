@@ -154,6 +154,8 @@ VARIANTS = {
         ("bi 64, chunk 4096, >=512 blocks, tensor-core chunks", {"scan_mma_col_min_blocks": 512}),
         ("bi 64, chunk 4096, >=128 blocks, tensor-core chunks", {}),
         ("bi 64, chunk 4096, one pass, tensor-core chunks", {"scan_mma_col_min_blocks": 0}),
+        # plain chunk loads (MEMORY_TUNING["scan_chunk_tma"]; sm_90 totals kernel 52 KB -> 2 KB shared per block)
+        ("bi 64, chunk 4096, >=128 blocks, tensor-core chunks, plain loads", {"scan_chunk_tma": False}),
         # one pass (session 8): a block per (row, chunk) in ticket order, per-lane decoupled look-back
         ("one pass, chunk 4096 (lookback)", {"scan_lookback": True}),
         ("one pass, chunk 2048 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 2048}),
@@ -169,9 +171,10 @@ VARIANTS = {
         ("chunk 4096, >=2048 blocks", {"scan_chunk_elems": 4096, "scan_min_blocks": 2048}),
         ("chunk 8192, >=1024 blocks", {"scan_chunk_elems": 8192, "scan_min_blocks": 1024}),
         ("chunk 4096, >=1024 blocks, load latency 4", {"scan_latency": 4}),
-        # plain loads instead of TMA tiles staged in shared memory (totals kernel: 149 KB -> 1 KB per block)
-        ("chunk 4096, >=1024 blocks, plain loads", {"chunk_load_tma": False}),
-        ("chunk 4096, >=1024 blocks, plain loads, latency 4", {"chunk_load_tma": False, "scan_latency": 4}),
+        # plain loads instead of TMA tiles staged in shared memory (MEMORY_TUNING["scan_chunk_tma"]; sm_90 totals
+        # kernel R255 with 149 KB -> R78 with 1 KB per block, scan kernel R255 -> R168)
+        ("chunk 4096, >=1024 blocks, plain loads", {"scan_chunk_tma": False}),
+        ("chunk 4096, >=1024 blocks, plain loads, latency 4", {"scan_chunk_tma": False, "scan_latency": 4}),
         ("chunk 4096, >=1024 blocks, load latency 10", {"scan_latency": 10}),
         # two warp groups per block (rowwise TUNING worker_warps): R255 -> R168 per thread in both kernels
         ("chunk 4096, >=1024 blocks, 8 worker warps", {"worker_warps": 8}),

@@ -247,6 +247,7 @@ class Layout:
     hints: bool = False  # emit the TUNING load/store hints on main-input loads and row-tile stores
     unchecked: bool = False  # unchecked main-input loads where the tiles cover the view exactly, whatever TUNING
     latency: int | None = None  # a load latency hint of the kernel's own (scans), whatever the hints above
+    chunk_tma: bool | None = None  # allow_tma of the chunk loads of the kernel's own (scans), else TUNING's
     long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
 
     def persist(self, kernel: "Kernel | None" = None, passes: int = 1, allow: bool = True) -> "Layout":
@@ -279,8 +280,9 @@ class Layout:
 
     @property
     def chunk_tma_hint(self) -> str:
-        """The allow_tma keyword of every load in a multi-chunk kernel's chunk loops (TUNING["chunk_load_tma"])."""
-        tma = TUNING["chunk_load_tma"]
+        """The allow_tma keyword of every load in a multi-chunk kernel's chunk loops (the layout's chunk_tma, else
+        TUNING["chunk_load_tma"])."""
+        tma = self.chunk_tma if self.chunk_tma is not None else TUNING["chunk_load_tma"]
         return f", allow_tma={bool(tma)}" if tma is not None and self.nch > 1 else ""
 
     @property

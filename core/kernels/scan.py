@@ -60,6 +60,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         layout.BO = 1
     if layout.nch > 1:
         layout.latency = MEMORY_TUNING["scan_latency"]
+        layout.chunk_tma = MEMORY_TUNING["scan_chunk_tma"]
     gen = SameShapeGen(spec, parts, layout)
     if (MEMORY_TUNING["scan_lookback"] and kind == "cumsum" and acc == "ct.float32" and layout.BO == 1
             and layout.nch > 1):

@@ -52,3 +52,28 @@ def test_tensor_core_chunk_scan_only_where_exact(monkeypatch):
                             ("torch.cumsum(x, -1)", "torch.randn(64, 512)")):  # short rows, stacked
         spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
         assert "tensor cores" not in generate_kernel(spec).notes[0], forward
+
+
+PLAIN = {  # MEMORY_TUNING["scan_chunk_tma"] = False: chunked scans load their chunks without TMA
+    "rows_segmented": ("torch.cumsum(x, -1)", "torch.randn(2, 100000)"),
+    "middle_dim_tensor_cores": ("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64).to(torch.bfloat16)"),
+    "rows_logcumsumexp": ("torch.logcumsumexp(x, -1)", "torch.randn(3, 9000)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_chunked_scans_with_plain_loads(name, monkeypatch):
+    """Every chunk load of a chunked scan (totals kernel and scan kernel) takes allow_tma=False, compiles for
+    sm_90 and matches the reference in the emulator; the default leaves the compiler's choice."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    forward, inputs = PLAIN[name]
+    spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
+    assert "allow_tma" not in generate_kernel(spec).code
+    monkeypatch.setitem(MEMORY_TUNING, "scan_chunk_tma", False)
+    source = compile_spec(spec, ("sm_90",))
+    loads = [line for line in source.code.splitlines() if "ct.load(v_x" in line]
+    assert loads and all("allow_tma=False" in line for line in loads), loads
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
