@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -146,6 +146,19 @@ for part in "$@"; do
                timeout ${VARIANTS_TIMEOUT:-120} python3 bench/variants_memory.py --only "cumsum 64x1048576" \
                  --match "all earlier" > "$out/prepared_scan_all.txt" 2>&1; grep cumsum "$out/prepared_scan_all.txt" | cut -c1-120
              fi ;;
+    prepared-scan-tma) # session 11's plain chunk loads for chunked scans (MEMORY_TUNING["scan_chunk_tma"], off): the
+             # long-row and middle-dim cumsums against the default, then the row-wise scan GPU tests with it on
+             timeout 70 python3 bench/variants_memory.py --only "cumsum 64x1048576" --match "plain" > "$out/vscan1.txt" 2>&1
+             grep cumsum "$out/vscan1.txt" | tail -4 | cut -c1-130
+             timeout 50 python3 bench/variants_memory.py --only "cumsum dim=1" --match "plain" > "$out/vscan2.txt" 2>&1
+             grep cumsum "$out/vscan2.txt" | tail -3 | cut -c1-130
+             timeout 110 python3 -c "
+import sys, pytest
+from tilestudio.core.kernels.indexing import MEMORY_TUNING as M
+M['scan_chunk_tma'] = False
+sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopts=', '--timeout', '100', '-rfE',
+                      'tests/kernels/test_rowwise_families_gpu.py', '-k', 'scan']))" > "$out/scan_tma_tests.log" 2>&1
+             tail -1 "$out/scan_tma_tests.log"; grep -E "^(FAILED|ERROR)" "$out/scan_tma_tests.log" | cut -c1-200 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;

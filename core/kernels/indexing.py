@@ -125,7 +125,7 @@ MEMORY_TUNING: dict[str, Any] = {
     # allow_tma on the chunk loads of chunked scans (None: rowwise TUNING["chunk_load_tma"], the compiler's TMA).
     # sm_90, cumsum 64x1048576 fp32: the TMA totals kernel stages its 16 unrolled chunk loads in 149 KB of shared
     # memory at R255 (one block per SM), with plain loads R78 and 1 KB; the scan kernel R255 -> R168. Not yet
-    # timed on a GPU
+    # timed on a GPU (bench/gpu_session.sh OUT prepared-scan-tma)
     "scan_chunk_tma": None,
     # single-tile scans (rows up to scan_max_single) on the row kernels' persistent grid with their load/store
     # hints (rowwise.Layout.persist). H200, session 11, same run: cumsum 4096x4096 fp32 0.046 -> 0.062 ms
