@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -159,6 +159,13 @@ M['scan_chunk_tma'] = False
 sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopts=', '--timeout', '100', '-rfE',
                       'tests/kernels/test_rowwise_families_gpu.py', '-k', 'scan']))" > "$out/scan_tma_tests.log" 2>&1
              tail -1 "$out/scan_tma_tests.log"; grep -E "^(FAILED|ERROR)" "$out/scan_tma_tests.log" | cut -c1-200 ;;
+    prepared-flat-pairs) # session 11's flat output for max_pool(3, 2, 1) pair windows (pool_pairs_flat, off): its GPU
+             # test, then the float32 ResNet-stem-sized pool against the tile form
+             timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" --timeout 90 -rfE -n 4 \
+               tests/kernels/test_pool_gpu.py -k "pair_windows_flat" > "$out/flat_pairs.log" 2>&1
+             tail -1 "$out/flat_pairs.log"; grep -E "^(FAILED|ERROR)" "$out/flat_pairs.log" | cut -c1-200
+             timeout 80 python3 bench/variants_memory.py --only "max_pool2d 3x3/2 32x128" --match "flat" \
+               > "$out/vflat_pairs.txt" 2>&1; grep max_pool "$out/vflat_pairs.txt" | tail -5 | cut -c1-130 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;

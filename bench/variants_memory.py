@@ -73,6 +73,11 @@ VARIANTS = {
         ("int64 pairs, 1024 outs", {"pool_pairs_fp32": True, "pool_pair64_window_outputs": 1024}),
         ("int64 pairs, 2048 outs", {"pool_pairs_fp32": True, "pool_pair64_window_outputs": 2048}),
         ("int64 pairs, 256 outs (smaller)", {"pool_pairs_fp32": True, "pool_pair64_window_outputs": 256}),
+        # the output as one flat run, dense vector stores, gathered pairs (session 11, pool_pairs_flat; sm_90
+        # 1024: R114, 24 LDG + 24 LDG.64 + 2 STG.128 per thread, against 12 + 12 + 4 STG for 512 outputs)
+        ("flat pairs, 1024 outs", {"pool_pairs_flat": True}),
+        ("flat pairs, 512 outs", {"pool_pairs_flat": True, "pool_pairs_flat_outputs": 512}),
+        ("flat pairs, 2048 outs", {"pool_pairs_flat": True, "pool_pairs_flat_outputs": 2048}),
     ],
     "max_pool2d 2x2 32x128x112x112 fp32": [
         ("rows 32768, in-kernel reshape", {"pool_pairs_fp32": False}),

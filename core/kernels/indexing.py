@@ -83,6 +83,11 @@ MEMORY_TUNING: dict[str, Any] = {
     # 64x128x112x112 fp16, same run (eager 0.443 ms): gathers 0.344 ms; pairs 1024 outputs 0.156, 2048 0.164,
     # 4096 0.171
     "pool_pair_windows": True,
+    # ... with the output as one flat run of elements, dense vector stores, gathered pair words (as
+    # pool_quads_flat; no fused epilogue): float32 max_pool(3, 2, 1) and 16-bit widths that are not a multiple of
+    # 4. Compiled for sm_90 and emulated; not yet timed on a GPU (variants_memory.py "flat pairs")
+    "pool_pairs_flat": False,
+    "pool_pairs_flat_outputs": 1024,
     "pool_pair_window_outputs": 1024,
     # the same for float32 inputs (int64 pairs). H200, session 9, same run, device time (bench/gpu_session.sh
     # prepared-mem): max_pool2d(3, 2, 1) 32x128x112x112 fp32 1024 outputs 0.072 ms (0.87 of copy), 512 0.069

@@ -62,6 +62,8 @@ def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogu
     R, In, O = pool.rows, pool.insp, pool.outsp
     H, Ho, K0 = (In[0], O[0], pool.k[0]) if pool.nd == 2 else (1, 1, 1)
     M, Wo = R * Ho, O[-1]
+    if MEMORY_TUNING["pool_pairs_flat"] and not epilogue and M * Wo < 2**31 and R * H * Wo < 2**31:
+        return _flat_pair_windows(spec, rec, pool, M, H, K0)
     BJ = pow2_at_least(Wo, 1, 256)
     outs = MEMORY_TUNING["pool_pair64_window_outputs" if pool.x.dtype == "float32" else "pool_pair_window_outputs"]
     BM = pow2_at_least(M, 1, max(1, int(outs) // BJ))
@@ -95,3 +97,30 @@ def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogu
                           f"{rec.op}: 3-wide stride-2 windows over element pairs read as words "
                           f"({R * H}, {In[-1] // 2}); "
                           f"tile {BM} x {BJ} outputs from shifted dense-slice loads, {K0} window rows")
+
+
+def _flat_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, M: int, H: int, K0: int) -> KernelSource:
+    """MEMORY_TUNING["pool_pairs_flat"]: the output as one flat run of elements (output row m, column j: pair j
+    of the input row), each block storing a dense slice of it (vector stores whatever the row width) and gathering
+    the pairs j and j - 1 of its window rows, as pad_words_flat and pool_quads_flat do."""
+    Wo = pool.outsp[-1]
+    B = pow2_at_least(M * Wo, 1, int(MEMORY_TUNING["pool_pairs_flat_outputs"]))
+    x = array_param(pool.x)
+    lines = _kernel_head(spec, ["B"])
+    lines += [f"{I}o = bid * B + ct.arange(B, dtype=ct.int32)", f"{I}m = o // {Wo}", f"{I}j = o - m * {Wo}",
+              f"{I}inside = j >= 1"]
+    window_row_base(pool, lines)
+    lo_hi = _pair_halves(pool.x.dtype, "v")
+    left = _pair_halves(pool.x.dtype, "u")[1]
+    for k in range(K0):  # past the last output m runs past the rows: the gathers read zeros, the store drops them
+        row = f"base + ct.minimum(ct.maximum(top + {k}, 0), {H - 1})" if pool.nd == 2 else "m"
+        lines += [f"{I}r = {row}", f"{I}v = ct.gather({x}, (r, j), padding_value=0)",
+                  f"{I}u = ct.gather({x}, (r, j - 1), padding_value=0)",
+                  f"{I}t = {_max(_max(*lo_hi), f'ct.where(inside, {left}, -math.inf)')}",
+                  f"{I}acc = {'t' if k == 0 else _max('acc', 't')}"]
+    _store_lines(spec, {rec.node: "acc"}, "(B,)", "(bid,)", lines)
+    views = [f".reshape({pool.rows * H}, {pool.insp[-1]})"] + pair_views(x, pool.x.dtype)
+    return _launch_module(spec, pool, lines, views, [M * Wo], cdiv(M * Wo, B), [B],
+                          f"{rec.op}: 3-wide stride-2 windows over element pairs read as words "
+                          f"({pool.rows * H}, {pool.insp[-1] // 2}); the output as a flat run of {M * Wo}, {B} per "
+                          f"block stored densely, each gathering its {K0} window rows' pairs")

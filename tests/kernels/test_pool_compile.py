@@ -273,6 +273,51 @@ def test_pair_windows_need_two_output_columns():
     assert "load_advanced_indexing" not in narrow and "load_advanced_indexing" in wide
 
 
+FLAT_PAIRS = {  # MEMORY_TUNING["pool_pairs_flat"]: widths the quads do not take (not a multiple of 4), float32
+    # name: (pool, its arguments, inputs)
+    "fp16_width_22": ("max_pool2d", (3, 2, 1), "[torch.randn(2, 5, 18, 22).half()]"),
+    "bf16_odd_rows": ("max_pool2d", (3, 2, 1), "[torch.randn(3, 4, 17, 42).to(torch.bfloat16)]"),
+    "fp32": ("max_pool2d", (3, 2, 1), "[torch.randn(2, 3, 15, 22)]"),
+    "fp32_rows_k5s3p2": ("max_pool2d", ((5, 3), (3, 2), (2, 1)), "[torch.randn(2, 3, 19, 24)]"),
+    "fp16_1d": ("max_pool1d", (3, 2, 1), "[torch.randn(3, 4, 142).half()]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLAT_PAIRS))
+def test_pair_windows_as_a_flat_output_run(name, monkeypatch):
+    """max_pool(3, 2, 1) pair windows with the output as one flat run (blocks of 64 outputs straddling rows):
+    compiled for sm_90 and emulated on contiguous and strided inputs, NaN and -inf bit-exact; a fused epilogue
+    keeps the tile form."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_pairs_flat", True)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_pairs_flat_outputs", 64)
+    fn, args, inputs = FLAT_PAIRS[name]
+    expr = f"F.{fn}(x, {', '.join(map(str, args))})"
+    spec = snippet_spec(forward(expr), inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert "flat run" in source.notes[0] and "ct.Slice(" not in source.code, source.notes
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
+        assert result.ok, (strided, result.message)
+    x = torch.randn(spec.inputs[0].shape, generator=torch.Generator().manual_seed(5)).to(
+        getattr(torch, spec.inputs[0].dtype)) * 40
+    flat = x.view(-1)
+    flat[0] = flat[7] = flat[-1] = float("nan")
+    x[..., 0] = float("-inf")
+    with emulation():
+        out = load_emulated(source)[source.launch_name](x)
+    ref = getattr(F, fn)(x.float(), *args).to(x.dtype)
+    torch.testing.assert_close(out, ref, rtol=0, atol=0, equal_nan=True)
+    fused = snippet_spec(forward("torch.relu(" + expr + ")"), inputs, FAMILY)
+    assert "flat run" not in generate_kernel(fused).notes[0]
+
+
 @pytest.mark.parametrize("flat", [False, True], ids=["tiles", "flat"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_pair_window_pool_is_exact_at_the_borders(dtype, flat, monkeypatch):

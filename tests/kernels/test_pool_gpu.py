@@ -105,6 +105,26 @@ def test_pool_float32_pair_views(name, shape, monkeypatch):
     assert result.ok, result.message
 
 
+FLAT_PAIRS = [("F.max_pool2d(x, 3, 2, 1)", (32, 128, 112, 112), "float32"),
+              ("F.max_pool2d(x, 3, 2, 1)", (3, 5, 17, 22), "float32"),
+              ("F.max_pool2d(x, 3, 2, 1)", (8, 64, 55, 114), "float16"),
+              ("F.max_pool2d(x, (5, 3), (3, 2), (2, 1))", (4, 7, 31, 42), "bfloat16"),
+              ("F.max_pool1d(x, 3, 2, 1)", (16, 33, 1030), "float32")]
+
+
+@pytest.mark.parametrize("expr,shape,dtype", FLAT_PAIRS,
+                         ids=[f"{e[2:e.index('(')]}-{'x'.join(map(str, s))}-{d}" for e, s, d in FLAT_PAIRS])
+def test_pool_pair_windows_flat(expr, shape, dtype, monkeypatch):
+    """max_pool(3, 2, 1) pair windows with the output as one flat run (MEMORY_TUNING["pool_pairs_flat"]; widths
+    the 16-bit quads do not take, float32)."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_pairs_flat", True)
+    spec = snippet_spec(forward(expr), f"[torch.randn({shape_str(shape)}){DT.get(dtype, '')}]", "pool")
+    result = run_check(spec, make_inputs(strided=True), CHECK)
+    assert result.ok, result.message
+
+
 QUADS = [("F.max_pool2d(x, 2)", (64, 128, 112, 112)), ("F.max_pool2d(x, 2)", (3, 5, 6, 8)),
          ("F.avg_pool2d(x, 2)", (8, 64, 56, 56)), ("F.max_pool1d(x, 2)", (16, 33, 1032)),
          ("F.max_pool2d(x, 3, 2, 1)", (64, 128, 112, 112)), ("F.max_pool2d(x, 3, 2, 1)", (2, 3, 9, 8)),

@@ -202,7 +202,8 @@ def test_chunks_kept_in_registers_after_a_prologue(monkeypatch):
     for family, init, forward in [("norm", "self.n = nn.LayerNorm(20000)", "self.n(x * 2.0 + 1.0)"),
                                   ("softmax", "", "torch.softmax(x * 0.125, -1)")]:
         spec = snippet_spec(module_model(init, forward, "x"), "[torch.randn(3, 20000)]", family)
-        with tuned(norm_resident_elems=8192, softmax_resident_elems=8192, softmax_wide_single=None):
+        with tuned(norm_resident_elems=8192, softmax_resident_elems=8192, softmax_wide_single=None,
+                   softmax_split_ragged=False):  # two passes (ragged splits would take the 20000-float rows)
             assert "kept in registers" in generate_kernel(spec).code, forward
             source = compile_spec(spec, ("sm_90",))
         result = check_emulated(spec, source)
@@ -213,7 +214,8 @@ def test_wide_softmax_rows_run_one_pass_on_8_worker_warps():
     """TUNING["softmax_wide_single"]: rows longer than max_single up to 32768 (padded) elements are one tile on 8
     worker warps, one block per row; the 32768-float row compiles for sm_90 without spills (a zero stack frame;
     the compiler's warp count spills), and a ragged 20000-element row with a prologue matches the reference in
-    the emulator. Longer rows keep the two passes."""
+    the emulator. Longer rows take a split over cooperating blocks (40000 floats: ragged segments) or, without
+    it, the two passes."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
     from tilestudio.core.kernels.rowwise import tuned
@@ -234,7 +236,10 @@ def test_wide_softmax_rows_run_one_pass_on_8_worker_warps():
             (record,) = trace_launches(src, big)
             frames[warps] = kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"]
     assert frames[8] == 0 and frames[None] > 0, frames
-    longer = generate_kernel(snippet_spec(model, "[torch.randn(3, 40000)]", "softmax")).code
+    longer_spec = snippet_spec(model, "[torch.randn(3, 40000)]", "softmax")
+    assert "read once" in generate_kernel(longer_spec).code
+    with tuned(softmax_split_ragged=False):
+        longer = generate_kernel(longer_spec).code
     assert "two passes" in longer and "num_worker_warps" not in longer
 
 
@@ -244,7 +249,7 @@ def test_softmax_chunks_kept_in_registers(resident, lanes):
     prologue) keep their first chunks in registers between the max/sum pass and the normalizing one; compiled
     for sm_90 and matched to the reference in the emulator."""
     kept = _emulate_where("softmax", long_cases("softmax"), "kept in registers", long=True,
-                          softmax_resident_elems=resident, lane_softmax=lanes)
+                          softmax_resident_elems=resident, lane_softmax=lanes, softmax_split_ragged=False)
     assert kept >= 2, f"{kept} long softmax variants kept chunks in registers"
 
 
