@@ -30,6 +30,16 @@ def forward(expr: str, args: str = "x") -> str:
     return f"class Model(nn.Module):\n    def forward(self, {args}):\n        return {expr}\n"
 
 
+def check_emulated_both_layouts(spec, source, **input_kw) -> None:
+    """The kernel matches the reference in the CPU emulator on contiguous inputs and on strided views of them
+    (make_inputs keywords in `input_kw`)."""
+    from .cutile_emulator import check_emulated
+
+    for strided in (False, True):
+        result = check_emulated(spec, source, make_input=make_inputs(strided=strided, **input_kw))
+        assert result.ok, f"{spec.id} strided={strided}: {result.message}"
+
+
 def make_inputs(int_ranges: dict[str, tuple[int, int]] | None = None, positive: tuple[str, ...] = (),
                 probs: tuple[str, ...] = (), signs: tuple[str, ...] = (), strided: bool = False):
     """A `make_input` for check_kernel: integer inputs drawn from [lo, hi) per input name (default [0, 4)),

@@ -7,7 +7,7 @@ import pytest
 
 from .cutile_emulator import check_emulated
 from .helpers import compile_spec
-from .helpers_indexed import forward, make_inputs, snippet_spec
+from .helpers_indexed import check_emulated_both_layouts, forward, make_inputs, snippet_spec
 
 FAMILY = "gather"
 
@@ -142,9 +142,7 @@ def test_pad_as_word_copies(name, monkeypatch):
     spec = snippet_spec(forward(expr), inputs, FAMILY)
     source = compile_spec(spec, ("sm_90",))
     assert "ct.Slice(" in source.code and "ct.gather(" not in source.code
-    for strided in (False, True):
-        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
-        assert result.ok, (strided, result.message)
+    check_emulated_both_layouts(spec, source)
 
 
 @pytest.mark.parametrize("name", sorted(PAD_WORDS))
@@ -161,9 +159,7 @@ def test_pad_as_flat_word_runs(name, monkeypatch):
     spec = snippet_spec(forward(expr), inputs, FAMILY)
     source = compile_spec(spec, ("sm_90",))
     assert "the output as" in source.notes[0] and "ct.Slice(" not in source.code, source.notes
-    for strided in (False, True):
-        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
-        assert result.ok, (strided, result.message)
+    check_emulated_both_layouts(spec, source)
 
 
 @pytest.mark.parametrize("expr,inputs", [
@@ -210,9 +206,7 @@ def test_embedding_as_word_copies(name, monkeypatch):
     source = compile_spec(spec, ("sm_90",))
     assert any("copied as" in n for n in source.notes), source.notes
     vocab = spec.inputs[0].shape[0]
-    for strided in (False, True):
-        result = check_emulated(spec, source, make_input=make_inputs(int_ranges={"i": (0, vocab)}, strided=strided))
-        assert result.ok, (strided, result.message)
+    check_emulated_both_layouts(spec, source, int_ranges={"i": (0, vocab)})
     gen = torch.Generator().manual_seed(5)
     w = torch.randn(spec.inputs[0].shape, generator=gen).to(getattr(torch, spec.inputs[0].dtype))
     i = torch.randint(0, vocab, spec.inputs[1].shape, generator=gen).to(getattr(torch, spec.inputs[1].dtype))

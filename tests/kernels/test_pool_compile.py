@@ -7,7 +7,7 @@ import pytest
 
 from .cutile_emulator import check_emulated
 from .helpers import compile_spec
-from .helpers_indexed import forward, make_inputs, snippet_spec
+from .helpers_indexed import check_emulated_both_layouts, forward, make_inputs, snippet_spec
 
 FAMILY = "pool"
 
@@ -194,9 +194,7 @@ def test_aligned_pool_reads_16bit_pairs_as_int32(name, monkeypatch):
     assert "ct.bitcast(" in kernel and "ct.reshape(t, " not in kernel
     assert kernel.count("ct.load(") == (4 if "3d" in name else 2)
     assert ".view(torch.int32)" in source.code
-    for strided in (False, True):
-        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
-        assert result.ok, result.message
+    check_emulated_both_layouts(spec, source)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -256,9 +254,7 @@ def test_max_pool_3_2_1_reads_16bit_pairs(name, flat, monkeypatch):
     else:
         assert "ct.load_advanced_indexing(" in kernel and "ct.gather(a_x" not in kernel
     assert ".view(torch.int32)" in source.code
-    for strided in (False, True):
-        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
-        assert result.ok, result.message
+    check_emulated_both_layouts(spec, source)
 
 
 def test_pair_windows_need_two_output_columns():
@@ -302,9 +298,7 @@ def test_pair_windows_as_a_flat_output_run(name, monkeypatch):
     spec = snippet_spec(forward(expr), inputs, FAMILY)
     source = compile_spec(spec, ("sm_90",))
     assert "flat run" in source.notes[0] and "ct.Slice(" not in source.code, source.notes
-    for strided in (False, True):
-        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
-        assert result.ok, (strided, result.message)
+    check_emulated_both_layouts(spec, source)
     x = torch.randn(spec.inputs[0].shape, generator=torch.Generator().manual_seed(5)).to(
         getattr(torch, spec.inputs[0].dtype)) * 40
     flat = x.view(-1)
@@ -370,9 +364,7 @@ def test_float32_pairs_as_int64(name, monkeypatch):
     spec = snippet_spec(body, inputs, FAMILY)
     source = compile_spec(spec, ("sm_90",))
     assert ".view(torch.int64)" in source.code and "ct.bitcast(" in source.code
-    for strided in (False, True):
-        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
-        assert result.ok, result.message
+    check_emulated_both_layouts(spec, source)
     if fn is not None:
         x = torch.randn(spec.inputs[0].shape, generator=torch.Generator().manual_seed(3)) * 30
         x[0, 0, 0, 0] = x[1, 2, -1, -1] = float("nan")
@@ -462,9 +454,7 @@ def test_16bit_pools_as_64bit_words(name, flat, monkeypatch):
     source = compile_spec(spec, ("sm_90",))
     assert any("read as 64-bit words" in n for n in source.notes), source.notes
     assert flat == any("flat run" in n for n in source.notes), source.notes
-    for strided in (False, True):
-        result = check_emulated(spec, source, make_input=make_inputs(strided=strided))
-        assert result.ok, (strided, result.message)
+    check_emulated_both_layouts(spec, source)
     if fn is None:
         return
     dtype = getattr(torch, spec.inputs[0].dtype)
