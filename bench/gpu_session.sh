@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|prepared-split-ldg|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -166,6 +166,17 @@ sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopt
              tail -1 "$out/flat_pairs.log"; grep -E "^(FAILED|ERROR)" "$out/flat_pairs.log" | cut -c1-200
              timeout 80 python3 bench/variants_memory.py --only "max_pool2d 3x3/2 32x128" --match "flat" \
                > "$out/vflat_pairs.txt" 2>&1; grep max_pool "$out/vflat_pairs.txt" | tail -5 | cut -c1-130 ;;
+    prepared-split-ldg) # session 11's plain chunk loads for split rows (TUNING["split_chunk_tma"], off): the split-row
+             # GPU test with it on, then layer_norm 2048x65536 and softmax 2048x131072 against the TMA default
+             timeout 150 python3 -c "
+import sys, pytest
+from tilestudio.core.kernels.rowwise import TUNING
+TUNING['split_chunk_tma'] = False
+sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopts=', '--timeout', '100', '-rfE',
+                      'tests/kernels/test_split_rows_gpu.py', '-k', 'not ragged_group']))" > "$out/split_ldg_tests.log" 2>&1
+             tail -1 "$out/split_ldg_tests.log"; grep -E "^(FAILED|ERROR)" "$out/split_ldg_tests.log" | cut -c1-200
+             timeout 100 python3 bench/variants_rowwise.py --cases "layer_norm 2048,131072" \
+               --variants default,split_ldg --budget 80 > "$out/split_ldg.txt" 2>&1; tail -4 "$out/split_ldg.txt" ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;

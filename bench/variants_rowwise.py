@@ -115,6 +115,9 @@ VARIANTS = {
     "ssplit_ragged": {"softmax_split_ragged": True},
     "ssplit_repeat_stores": {"split_skip_repeats": False},
     "ssplit_none": {"softmax_split_ragged": False},
+    # split rows with plain chunk loads (session 11, split_chunk_tma, off; sm_90 layer_norm 2048x65536 R128 with a
+    # 112-byte frame and 107 KB shared -> R217, no frame, 1 KB; softmax 2048x131072 R128 / 67 KB -> R224 / 1 KB)
+    "split_ldg": {"split_chunk_tma": False},
     # the blocks of a row wait for its slowest, so 4, 4, 4, 1 chunks keep 13 / 16 of the block time busy: 13
     # blocks of 1 chunk (also at occupancy 4), 5 of 3, 3 of 5, 2 of 7 on 8 warps
     "ssplit4k": {"softmax_split_elems": 4096},
@@ -190,12 +193,12 @@ def variants_for(label: str, family: str) -> list[str]:
         names += ["words"]
     if "two-pass" in label:
         names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
-            ["split16k", "split16k_ww8", "split8k", "split4k", "resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k",
+            ["split16k", "split_ldg", "split16k_ww8", "split8k", "split4k", "resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k",
              "chunkocc4"]
             if "norm" in label else []) + (
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
-            else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8"] if "131072" in label else []) + (
+            else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8", "split_ldg"] if "131072" in label else []) + (
             ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
              "ssplit28k_ww8"] if "50257" in label else [])
     if "batch_norm" in label:

@@ -178,6 +178,10 @@ TUNING = {
     # Same run, segment sizes: 13 blocks of one chunk at occupancy 4 0.677, at 2 0.819; 5 of 3 chunks 0.751;
     # 3 of 5 0.837; 2 of 7 on 8 warps 0.784
     "split_skip_repeats": False,
+    # allow_tma on the chunk loads of split-row kernels (None: TUNING["chunk_load_tma"], the compiler's TMA).
+    # sm_90, layer_norm 2048x65536 fp32 in 16384s: TMA R128 with a 112-byte spill frame and 107 KB of shared
+    # staging per block; plain loads R217, no frame, 1 KB (2 blocks per SM either way). Not yet timed on a GPU
+    "split_chunk_tma": None,
     "split_occupancy": 2,  # the occupancy hint of split-row kernels (None: the compiler's; see norm_split_elems)
     # at most this many blocks per split row: all of a row's blocks must be resident at once (a block spins until
     # its row's others have published), so rows needing more segments stay two-pass; 32 blocks fit any GPU of 16

@@ -210,3 +210,30 @@ def test_split_norm_ragged_segments(name, monkeypatch):
     assert f"read once: {segments} blocks per row of {cps} chunks" in source.notes[0], source.notes
     result = check_emulated(spec, source)
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("family,init,forward,inputs", [
+    ("norm", "self.n = nn.LayerNorm(65536)", "self.n(x)", "torch.randn(3, 65536)"),
+    ("softmax", "", "torch.log_softmax(x * 0.5, -1)", "torch.randn(2, 131072).to(torch.bfloat16)"),
+])
+def test_split_rows_with_plain_chunk_loads(family, init, forward, inputs, monkeypatch):
+    """TUNING["split_chunk_tma"] = False: a split row's chunk loads take allow_tma=False (the 16384-float layer norm
+    segment then compiles for sm_90 without the TMA form's spill frame) and still match the reference with
+    waiting blocks; the default leaves the compiler's choice."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    def loads(code: str) -> list[str]:
+        return [line for line in code.splitlines() if "ct.load(v_x" in line]
+
+    spec = snippet_spec(module_model(init, forward, "x"), f"[{inputs}]", family)
+    assert not any("allow_tma" in line for line in loads(generate_kernel(spec).code))
+    monkeypatch.setitem(TUNING, "split_chunk_tma", False)
+    source = generate_kernel(spec)
+    plain = loads(source.code)
+    assert "read once" in source.notes[0] and plain and all("allow_tma=False" in ln for ln in plain), plain
+    (record,) = trace_launches(source, spec)
+    assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
