@@ -197,7 +197,7 @@ NORM_RAGGED = {  # name: (init, forward, input, elements per block, (segments, c
 def test_split_norm_ragged_segments(name, monkeypatch):
     """TUNING["norm_split_ragged"]: a short last segment folds only its own chunks into the statistics (its
     repeats of the row's last chunk are skipped); compiled for sm_90 and matched in the emulator."""
-    from tilestudio.core.kernels import generate_kernel, norm, rowwise
+    from tilestudio.core.kernels import norm, rowwise
     from tilestudio.core.kernels.rowwise import TUNING
 
     init, forward, inputs, elems, (segments, cps) = NORM_RAGGED[name]
