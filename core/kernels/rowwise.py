@@ -251,7 +251,7 @@ class Layout:
     hints: bool = False  # emit the TUNING load/store hints on main-input loads and row-tile stores
     unchecked: bool = False  # unchecked main-input loads where the tiles cover the view exactly, whatever TUNING
     latency: int | None = None  # a load latency hint of the kernel's own (scans), whatever the hints above
-    chunk_tma: bool | None = None  # allow_tma of the chunk loads of the kernel's own (scans), else TUNING's
+    chunk_tma: bool | None = None  # allow_tma of the chunk loads of its own (scans, split rows), else TUNING's
     long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
 
     def persist(self, kernel: "Kernel | None" = None, passes: int = 1, allow: bool = True) -> "Layout":
