@@ -48,14 +48,36 @@ def window_row_base(pool: PoolOp, lines: list[str]) -> None:
         lines += [f"{I}base = (m // {Ho}) * {H}", f"{I}top = (m % {Ho}) * {S0} - {P0}"]
 
 
+def window_row(pool: PoolOp, k: int) -> str:
+    """The input row of window row k (clamped into the input: it then lies in the same window, harmless for a
+    maximum)."""
+    return f"base + ct.minimum(ct.maximum(top + {k}, 0), {pool.insp[0] - 1})" if pool.nd == 2 else "m"
+
+
 def shifted_row_loads(pool: PoolOp, x: str, start: str, width: str, k: int) -> list[str]:
-    """r = the input row of window row k (clamped into the input: it then lies in the same window, harmless for a
-    maximum), v = its words start .. start + width, u = the same one word to the left."""
-    row = f"base + ct.minimum(ct.maximum(top + {k}, 0), {pool.insp[0] - 1})" if pool.nd == 2 else "m"
-    return [f"{I}r = {row}",
+    """r = the input row of window row k, v = its words start .. start + width, u = the same one word to the
+    left."""
+    return [f"{I}r = {window_row(pool, k)}",
             f"{I}v = ct.load_advanced_indexing({x}, (r, ct.Slice({start}, {width})), padding_mode=ct.PaddingMode.ZERO)",
             f"{I}u = ct.load_advanced_indexing({x}, (r, ct.Slice({start} - 1, {width})), "
             "padding_mode=ct.PaddingMode.ZERO)"]
+
+
+def flat_window_head(pool: PoolOp, per_row: int, col: str) -> list[str]:
+    """The prologue of a flat-output pool block (pool_pairs_flat, pool_quads_flat): o = its B output words, m
+    their output row (`per_row` words each), `col` their word in the row, inside = col >= 1 (a left neighbour
+    word exists), then base / top of the window rows."""
+    lines = [f"{I}o = bid * B + ct.arange(B, dtype=ct.int32)", f"{I}m = o // {per_row}",
+             f"{I}{col} = o - m * {per_row}", f"{I}inside = {col} >= 1"]
+    window_row_base(pool, lines)
+    return lines
+
+
+def gathered_row_loads(pool: PoolOp, x: str, col: str, k: int) -> list[str]:
+    """As shifted_row_loads for a flat-output block: v = word `col` of window row k, u = word col - 1 (zero past
+    the input: the left neighbour of word 0, or rows past the last output, whose stores are dropped)."""
+    return [f"{I}r = {window_row(pool, k)}", f"{I}v = ct.gather({x}, (r, {col}), padding_value=0)",
+            f"{I}u = ct.gather({x}, (r, {col} - 1), padding_value=0)"]
 
 
 def generate_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, epilogue: list[OpRecord]) -> KernelSource:
@@ -106,17 +128,12 @@ def _flat_pair_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, M: int, H:
     Wo = pool.outsp[-1]
     B = pow2_at_least(M * Wo, 1, int(MEMORY_TUNING["pool_pairs_flat_outputs"]))
     x = array_param(pool.x)
-    lines = _kernel_head(spec, ["B"])
-    lines += [f"{I}o = bid * B + ct.arange(B, dtype=ct.int32)", f"{I}m = o // {Wo}", f"{I}j = o - m * {Wo}",
-              f"{I}inside = j >= 1"]
-    window_row_base(pool, lines)
+    lines = _kernel_head(spec, ["B"]) + flat_window_head(pool, Wo, "j")
     lo_hi = _pair_halves(pool.x.dtype, "v")
     left = _pair_halves(pool.x.dtype, "u")[1]
-    for k in range(K0):  # past the last output m runs past the rows: the gathers read zeros, the store drops them
-        row = f"base + ct.minimum(ct.maximum(top + {k}, 0), {H - 1})" if pool.nd == 2 else "m"
-        lines += [f"{I}r = {row}", f"{I}v = ct.gather({x}, (r, j), padding_value=0)",
-                  f"{I}u = ct.gather({x}, (r, j - 1), padding_value=0)",
-                  f"{I}t = {_max(_max(*lo_hi), f'ct.where(inside, {left}, -math.inf)')}",
+    for k in range(K0):
+        lines += gathered_row_loads(pool, x, "j", k)
+        lines += [f"{I}t = {_max(_max(*lo_hi), f'ct.where(inside, {left}, -math.inf)')}",
                   f"{I}acc = {'t' if k == 0 else _max('acc', 't')}"]
     _store_lines(spec, {rec.node: "acc"}, "(B,)", "(bid,)", lines)
     views = [f".reshape({pool.rows * H}, {pool.insp[-1]})"] + pair_views(x, pool.x.dtype)

@@ -29,7 +29,8 @@ from .base import KernelSource, pow2_at_least
 from .indexing import MEMORY_TUNING, array_param, out_param, word_views
 from .pool_aligned import _pair_halves
 from .pool_paths import I, _block_pids, _combine, _kernel_head, _launch_module
-from .pool_pairs import pair_windows_fit, shifted_row_loads, window_row_base
+from .pool_pairs import (flat_window_head, gathered_row_loads, pair_windows_fit, shifted_row_loads,
+                         window_row_base)
 from .rowwise import cdiv, ct_dtype
 
 if TYPE_CHECKING:
@@ -141,17 +142,8 @@ def _flat_quad_windows(spec: KernelSpec, rec: OpRecord, pool: PoolOp, M: int, Q:
     same q as the input word), each block storing a dense slice of it and gathering its input words."""
     B = pow2_at_least(M * Q, 1, int(MEMORY_TUNING["pool_quads_flat_words"]))
     x = array_param(pool.x)
-    lines = _kernel_head(spec, ["B"])
-    lines += [f"{I}o = bid * B + ct.arange(B, dtype=ct.int32)", f"{I}m = o // {Q}", f"{I}q = o - m * {Q}",
-              f"{I}inside = q >= 1"]
-    window_row_base(pool, lines)
-    row = (lambda k: f"base + ct.minimum(ct.maximum(top + {k}, 0), {H - 1})") if pool.nd == 2 else (lambda k: "m")
-
-    def load(k: int) -> list[str]:  # past the last output word m runs past the rows: the gathers read zeros
-        return [f"{I}r = {row(k)}", f"{I}v = ct.gather({x}, (r, q), padding_value=0)",
-                f"{I}u = ct.gather({x}, (r, q - 1), padding_value=0)"]
-
-    _quad_window_rows(pool, lines, load)
+    lines = _kernel_head(spec, ["B"]) + flat_window_head(pool, Q, "q")
+    _quad_window_rows(pool, lines, lambda k: gathered_row_loads(pool, x, "q", k))
     _packed_store(spec, pool, lines, "(bid,)")
     views = [f".reshape({pool.rows * H}, {pool.insp[-1]})"] + word_views(x, 4, "torch.int64")
     return _launch_module(spec, pool, lines, views, [M * pool.outsp[-1]], cdiv(M * Q, B), [B],
