@@ -69,15 +69,17 @@ VARIANTS = {
     ],
     "max_pool2d 3x3/2 32x128x112x112 fp32": [
         ("gathers", {"pool_pairs_fp32": False}),
-        ("int64 pairs, 512 outs", {"pool_pairs_fp32": True}),  # session 9: 512 < 1024 (0.069 / 0.072 ms)
-        ("int64 pairs, 1024 outs", {"pool_pairs_fp32": True, "pool_pair64_window_outputs": 1024}),
-        ("int64 pairs, 2048 outs", {"pool_pairs_fp32": True, "pool_pair64_window_outputs": 2048}),
-        ("int64 pairs, 256 outs (smaller)", {"pool_pairs_fp32": True, "pool_pair64_window_outputs": 256}),
+        # session 9: 512 < 1024 (0.069 / 0.072 ms)
+        ("int64 pairs, 512 outs", {"pool_pairs_fp32": True, "pool_pairs_flat": False}),
+        ("int64 pairs, 1024 outs", {"pool_pairs_flat": False, "pool_pair64_window_outputs": 1024}),
+        ("int64 pairs, 2048 outs", {"pool_pairs_flat": False, "pool_pair64_window_outputs": 2048}),
+        ("int64 pairs, 256 outs (smaller)", {"pool_pairs_flat": False, "pool_pair64_window_outputs": 256}),
         # the output as one flat run, dense vector stores, gathered pairs (session 11, pool_pairs_flat; sm_90
-        # 1024: R114, 24 LDG + 24 LDG.64 + 2 STG.128 per thread, against 12 + 12 + 4 STG for 512 outputs)
-        ("flat pairs, 1024 outs", {"pool_pairs_flat": True}),
+        # 1024: R114, 24 LDG + 24 LDG.64 + 2 STG.128 per thread, against 12 + 12 + 4 STG for 512 outputs;
+        # session 12: 512 0.064 ms < 1024 0.072 < 2048 0.080, adopted)
         ("flat pairs, 512 outs", {"pool_pairs_flat": True, "pool_pairs_flat_outputs": 512}),
-        ("flat pairs, 2048 outs", {"pool_pairs_flat": True, "pool_pairs_flat_outputs": 2048}),
+        ("flat pairs, 1024 outs", {"pool_pairs_flat_outputs": 1024}),
+        ("flat pairs, 2048 outs", {"pool_pairs_flat_outputs": 2048}),
     ],
     "max_pool2d 2x2 32x128x112x112 fp32": [
         ("rows 32768, in-kernel reshape", {"pool_pairs_fp32": False}),
@@ -220,6 +222,10 @@ VARIANTS = {
         ("4096 x 1 row, load latency 10", {"ce_latency": 10}),
         # wider chunks (session 7: 4096 x 1 row beat 2048 x 2 and 1024 x 4)
         ("8192 x 1 row (bigger)", {"ce_cols": 8192, "ce_tile_elems": 8192}),
+        # per-lane running maxima and sums, no row max per chunk (session 12, ce_lane_max)
+        ("4096 x 1 row, lane maxima", {"ce_lane_max": True}),
+        ("8192 x 1 row, lane maxima", {"ce_lane_max": True, "ce_cols": 8192, "ce_tile_elems": 8192}),
+        ("2048 x 2 rows, lane maxima", {"ce_lane_max": True, "ce_cols": 2048}),
     ],
 }
 

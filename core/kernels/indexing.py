@@ -85,9 +85,11 @@ MEMORY_TUNING: dict[str, Any] = {
     "pool_pair_windows": True,
     # ... with the output as one flat run of elements, dense vector stores, gathered pair words (as
     # pool_quads_flat; no fused epilogue): float32 max_pool(3, 2, 1) and 16-bit widths that are not a multiple of
-    # 4. Compiled for sm_90 and emulated; not yet timed on a GPU (variants_memory.py "flat pairs")
-    "pool_pairs_flat": False,
-    "pool_pairs_flat_outputs": 1024,
+    # 4. H200, session 12, same run, device time, max_pool2d(3, 2, 1) 32x128x112x112 fp32: int64 pair windows
+    # 512 outputs 0.069 ms (0.92 of a same-size copy) -> flat 512 outputs 0.064 (1.00, 3.20x eager); 1024 0.072,
+    # 2048 0.080
+    "pool_pairs_flat": True,
+    "pool_pairs_flat_outputs": 512,
     "pool_pair_window_outputs": 1024,
     # the same for float32 inputs (int64 pairs). H200, session 9, same run, device time (bench/gpu_session.sh
     # prepared-mem): max_pool2d(3, 2, 1) 32x128x112x112 fp32 1024 outputs 0.072 ms (0.87 of copy), 512 0.069
@@ -129,8 +131,9 @@ MEMORY_TUNING: dict[str, Any] = {
     "scan_latency": None,
     # allow_tma on the chunk loads of chunked scans (None: rowwise TUNING["chunk_load_tma"], the compiler's TMA).
     # sm_90, cumsum 64x1048576 fp32: the TMA totals kernel stages its 16 unrolled chunk loads in 149 KB of shared
-    # memory at R255 (one block per SM), with plain loads R78 and 1 KB; the scan kernel R255 -> R168. Not yet
-    # timed on a GPU (bench/gpu_session.sh OUT prepared-scan-tma)
+    # memory at R255 (one block per SM), with plain loads R78 and 1 KB; the scan kernel R255 -> R168. Yet TMA
+    # stays faster: H200, session 12, same run, device time: cumsum 64x1048576 fp32 0.283 -> 0.307 ms with plain
+    # loads (latency 4: 0.307), cumsum dim=1 64x4096x64 bf16 0.054 -> 0.120 (correct either way: 48 passed)
     "scan_chunk_tma": None,
     # single-tile scans (rows up to scan_max_single) on the row kernels' persistent grid with their load/store
     # hints (rowwise.Layout.persist). H200, session 11, same run: cumsum 4096x4096 fp32 0.046 -> 0.062 ms
@@ -174,6 +177,12 @@ MEMORY_TUNING: dict[str, Any] = {
     # row-max reduction. H200, session 8 (variants_memory.py --only cross_entropy): 4096x65536 bf16 0.180 ms
     # without, 0.171 with 4 or 10 (0.73 -> 0.77 of copy)
     "ce_latency": 4,
+    # the plain-logits loop without a row max per chunk: every lane keeps its own running max m and sum l, and
+    # since one of exp(m - max(m, x)) and exp(x - max(m, x)) is 1, one exponential e = exp(-|x - m|) per element
+    # updates both (l = l * e + 1 where x > m, else l + e); the lanes meet once per row at the end. No block
+    # reduction (and barrier) per chunk. Compiled for sm_90 and emulated; not yet timed on a GPU
+    # (variants_memory.py "lane maxima")
+    "ce_lane_max": False,
     # pool, global (adaptive_avg_pool2d(1), ...): positions per load (a power of two, at most) and elements per tile
     # H200, adaptive_avg_pool2d(1) 128x512x28x28 fp32: 256 cols x 4096 0.112 ms, 512 x 4096 0.174 ms,
     # 256 x 8192 0.085 ms, 512 x 8192 0.118 ms (eager 0.073)

@@ -78,17 +78,33 @@ def class_loss(plan: LossPlan) -> KernelSource:
         log2e = 1.4426950408889634
         lat = MEMORY_TUNING["ce_latency"]
         hint = f", latency={int(lat)}" if lat else ""
-        lines += [f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)",
-                  f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
-                  f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
-                  f"{ind}for j in range({-(-C // BC)}):",
-                  f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
-                  f"padding_mode=ct.PaddingMode.NEG_INF{hint}).astype(ct.float32)",
-                  f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
-                  f"{li}l = l * ct.exp2((m - mn) * {log2e!r}) + ct.exp2(xv * {log2e!r} - mn * {log2e!r})",
-                  f"{li}m = mn",
-                  f"{ind}lse = m + ct.log(ct.sum(l, axis=1, keepdims=True))",
-                  f"{ind}per = (lse - xt) * wt" if win is not None else f"{ind}per = lse - xt"]
+        load = (f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
+                f"padding_mode=ct.PaddingMode.NEG_INF{hint}).astype(ct.float32)")
+        lines.append(f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)")
+        if MEMORY_TUNING["ce_lane_max"]:
+            # per-lane running max (log2 units) and sum; the lowest finite float as the start keeps x - m finite
+            # for -inf padding (e = 0) and a lane that never sees a finite logit adds nothing at the end
+            lines += [f"{ind}m = ct.full((BR, BC), {lit(-3.4028234663852886e38)}, dtype=ct.float32)",
+                      f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
+                      f"{ind}for j in range({-(-C // BC)}):",
+                      load,
+                      f"{li}x2 = xv * {log2e!r}",
+                      f"{li}e = ct.exp2(-ct.abs(x2 - m))",
+                      f"{li}l = ct.where(x2 > m, l * e + 1.0, l + e)",
+                      f"{li}m = ct.maximum(m, x2)",
+                      f"{ind}mr = ct.max(m, axis=1, keepdims=True)",
+                      f"{ind}lse = (mr + ct.log2(ct.sum(l * ct.exp2(m - mr), axis=1, keepdims=True))) * "
+                      f"{1.0 / log2e!r}"]
+        else:
+            lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
+                      f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
+                      f"{ind}for j in range({-(-C // BC)}):",
+                      load,
+                      f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
+                      f"{li}l = l * ct.exp2((m - mn) * {log2e!r}) + ct.exp2(xv * {log2e!r} - mn * {log2e!r})",
+                      f"{li}m = mn",
+                      f"{ind}lse = m + ct.log(ct.sum(l, axis=1, keepdims=True))"]
+        lines.append(f"{ind}per = (lse - xt) * wt" if win is not None else f"{ind}per = lse - xt")
     elif op == "cross_entropy_loss":
         lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
                   f"{ind}l = ct.zeros((BR, 1), dtype=ct.float32)",

@@ -135,3 +135,30 @@ def test_cross_entropy_load_latency_hint(name, monkeypatch):
     assert "padding_mode=ct.PaddingMode.NEG_INF, latency=10)" in source.code
     result = check_emulated(spec, source, make_input=make_inputs(**kw))
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("name", ["cross_entropy_many_classes_fp16", "cross_entropy_many_rows",
+                                  "cross_entropy_weight_ignore_2d", "cross_entropy_none_bf16_2d"])
+def test_cross_entropy_lane_maxima(name, monkeypatch):
+    """MEMORY_TUNING["ce_lane_max"]: per-lane running maxima and sums, one exponential per logit, the lanes meet
+    once per row; logits scaled past float32's exp range and a -inf class column still match."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "ce_lane_max", True)
+    body, inputs, kw = CASES[name]
+    spec = snippet_spec(body, inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert "e = ct.exp2(-ct.abs(x2 - m))" in source.code and "ct.max(xv" not in source.code
+    lo, hi = kw["int_ranges"]["y"]
+    base = make_inputs(**{**kw, "int_ranges": {"y": (max(lo, 1), hi)}})
+
+    def extreme(t, gen):
+        x = base(t, gen)
+        if t.name == "x":
+            x = x * 60
+            x[:, 0] = -float("inf")
+        return x
+
+    for make in (make_inputs(**kw), extreme):
+        result = check_emulated(spec, source, make_input=make)
+        assert result.ok, result.message

@@ -108,3 +108,20 @@ def test_loss_kernel_strided_inputs(name, shape, dtype):
     spec = snippet_spec(forward(expr, args), f"[{build(shape, DT[dtype])}]", "loss")
     result = run_check(spec, make_inputs(strided=True, **kw(shape)), CHECK)
     assert result.ok, result.message
+
+
+LANE_MAX = [("cross_entropy", (2048, 5003), "bfloat16"), ("cross_entropy", (20, 10), "float32"),
+            ("cross_entropy", (1, 1), "float16"), ("cross_entropy_none", (4096, 333), "float32"),
+            ("cross_entropy", (64, 65536), "bfloat16")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", LANE_MAX, ids=[f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in LANE_MAX])
+def test_cross_entropy_lane_maxima(name, shape, dtype, monkeypatch):
+    """MEMORY_TUNING["ce_lane_max"]: per-lane running maxima and sums in the plain-logits loop."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "ce_lane_max", True)
+    expr, args, build, kw, _ = VARIANTS[name]
+    spec = snippet_spec(forward(expr, args), f"[{build(shape, DT[dtype])}]", "loss")
+    result = run_check(spec, make_inputs(**kw(shape)), CHECK)
+    assert result.ok, result.message

@@ -241,26 +241,31 @@ PAIR_WINDOW_CASES = {
 @pytest.mark.parametrize("name", sorted(PAIR_WINDOW_CASES))
 def test_max_pool_3_2_1_reads_16bit_pairs(name, flat, monkeypatch):
     """max_pool(3, 2, 1) over an even last dim of a 16-bit input: word loads at element offsets (the left
-    neighbour through a shifted dense slice, or, with MEMORY_TUNING["pool_quads_flat"] (the default) where the
-    width is a multiple of 4, gathered words of a flat run of output words); contiguous and strided inputs match."""
+    neighbour through a shifted dense slice, or, with MEMORY_TUNING["pool_quads_flat"] / ["pool_pairs_flat"] (the
+    defaults: quads where the width is a multiple of 4, pairs otherwise), gathered words of a flat output run);
+    contiguous and strided inputs match."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "pool_quads_flat", flat)
+    monkeypatch.setitem(MEMORY_TUNING, "pool_pairs_flat", flat)
     spec = snippet_spec(*PAIR_WINDOW_CASES[name], FAMILY)
     source = compile_spec(spec, ("sm_90",))
     kernel = source.code.split("def launch_")[0]
     if flat and "flat run" in source.notes[0]:
-        assert "ct.Slice(" not in kernel and "ct.gather(a_x, (r, q - 1)" in kernel
+        assert "ct.Slice(" not in kernel and "ct.gather(a_x, " in kernel
     else:
         assert "ct.load_advanced_indexing(" in kernel and "ct.gather(a_x" not in kernel
     assert ".view(torch.int32)" in source.code
     check_emulated_both_layouts(spec, source)
 
 
-def test_pair_windows_need_two_output_columns():
-    """One output column would make the left pair's slice lie wholly outside the input (undefined behaviour in
-    cuTile, though masked): such pools keep the gather path."""
+def test_pair_windows_need_two_output_columns(monkeypatch):
+    """One output column would make the left pair's slice (the tile form) lie wholly outside the input (undefined
+    behaviour in cuTile, though masked): such pools keep the gather path."""
     from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "pool_pairs_flat", False)
 
     narrow = generate_kernel(snippet_spec(forward("F.max_pool2d(x, 3, 2, 1)"), "[torch.randn(1, 2, 5, 2).half()]",
                                           FAMILY)).code
