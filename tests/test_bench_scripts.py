@@ -33,3 +33,10 @@ def test_sass_widths_without_nvdisasm_prints_the_resource_bracket():
     out = _run("bench/sass_widths.py", "--only", "x+y bf16")
     (row,) = [line for line in out.splitlines() if line.startswith("x+y bf16")]
     assert re.search(r"\| \[R\d+ S\d+ F0\]$", row), row
+
+
+def test_launch_split_needs_a_gpu_or_a_matching_case():
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    r = subprocess.run([sys.executable, "bench/launch_split.py", "--only", "cumsum 64x1048576"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 2 and "needs a CUDA GPU" in r.stderr, r.stderr[-2000:]

@@ -180,9 +180,15 @@ MEMORY_TUNING: dict[str, Any] = {
     # the plain-logits loop without a row max per chunk: every lane keeps its own running max m and sum l, and
     # since one of exp(m - max(m, x)) and exp(x - max(m, x)) is 1, one exponential e = exp(-|x - m|) per element
     # updates both (l = l * e + 1 where x > m, else l + e); the lanes meet once per row at the end. No block
-    # reduction (and barrier) per chunk. Compiled for sm_90 and emulated; not yet timed on a GPU
-    # (variants_memory.py "lane maxima")
+    # reduction (and barrier) per chunk. Correct on the H200 (session 12: 5 passed) but slower: cross_entropy
+    # 4096x65536 bf16 0.171 -> 0.202 ms (8192 x 1 row 0.277, 2048 x 2 rows 0.199): the extra per-element
+    # arithmetic costs more than the barriers it saves (the loop is issue-bound next to its 2-byte loads)
     "ce_lane_max": False,
+    # the class loop's exponentials as ct.exp2(..., flush_to_zero=True): terms below float32's normal range (at
+    # least 2^126 under the running max, nothing to a sum that holds a 1) flush to zero, and the denormal-range
+    # fix-up around each MUFU.EX2 goes (sm_90 SASS of the 4096x65536 bf16 loop body: 592 -> 496 instructions,
+    # one FSETP and two FMUL fewer per logit). Not yet timed on a GPU (variants_memory.py "exp2 ftz")
+    "ce_exp_ftz": False,
     # pool, global (adaptive_avg_pool2d(1), ...): positions per load (a power of two, at most) and elements per tile
     # H200, adaptive_avg_pool2d(1) 128x512x28x28 fp32: 256 cols x 4096 0.112 ms, 512 x 4096 0.174 ms,
     # 256 x 8192 0.085 ms, 512 x 8192 0.118 ms (eager 0.073)

@@ -7,9 +7,15 @@ coordinates), or gathers x[n, target, s] directly (NLL). weight, ignore_index an
 from __future__ import annotations
 
 from .base import KernelSource, Unsupported, pow2_at_least
+from .expr_math import fast_exp
 from .indexing import MEMORY_TUNING, array_param, decode, prod
 from .loss_output import per_row_module, reduced_module
 from .loss_plan import I, CoordLoader, LossPlan, ValueSource, lit, num_arg
+
+
+def ce_exp(x: str) -> str:
+    """exp(x) in the class loop: ct.exp, or with MEMORY_TUNING["ce_exp_ftz"] ct.exp2 flushing denormal results."""
+    return fast_exp(x, exp2=True) if MEMORY_TUNING["ce_exp_ftz"] else f"ct.exp({x})"
 
 
 def class_loss(plan: LossPlan) -> KernelSource:
@@ -78,6 +84,7 @@ def class_loss(plan: LossPlan) -> KernelSource:
         log2e = 1.4426950408889634
         lat = MEMORY_TUNING["ce_latency"]
         hint = f", latency={int(lat)}" if lat else ""
+        ftz = ", flush_to_zero=True" if MEMORY_TUNING["ce_exp_ftz"] else ""
         load = (f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
                 f"padding_mode=ct.PaddingMode.NEG_INF{hint}).astype(ct.float32)")
         lines.append(f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)")
@@ -89,11 +96,11 @@ def class_loss(plan: LossPlan) -> KernelSource:
                       f"{ind}for j in range({-(-C // BC)}):",
                       load,
                       f"{li}x2 = xv * {log2e!r}",
-                      f"{li}e = ct.exp2(-ct.abs(x2 - m))",
+                      f"{li}e = ct.exp2(-ct.abs(x2 - m){ftz})",
                       f"{li}l = ct.where(x2 > m, l * e + 1.0, l + e)",
                       f"{li}m = ct.maximum(m, x2)",
                       f"{ind}mr = ct.max(m, axis=1, keepdims=True)",
-                      f"{ind}lse = (mr + ct.log2(ct.sum(l * ct.exp2(m - mr), axis=1, keepdims=True))) * "
+                      f"{ind}lse = (mr + ct.log2(ct.sum(l * ct.exp2(m - mr{ftz}), axis=1, keepdims=True))) * "
                       f"{1.0 / log2e!r}"]
         else:
             lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
@@ -101,7 +108,8 @@ def class_loss(plan: LossPlan) -> KernelSource:
                       f"{ind}for j in range({-(-C // BC)}):",
                       load,
                       f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
-                      f"{li}l = l * ct.exp2((m - mn) * {log2e!r}) + ct.exp2(xv * {log2e!r} - mn * {log2e!r})",
+                      f"{li}l = l * ct.exp2((m - mn) * {log2e!r}{ftz}) + "
+                      f"ct.exp2(xv * {log2e!r} - mn * {log2e!r}{ftz})",
                       f"{li}m = mn",
                       f"{ind}lse = m + ct.log(ct.sum(l, axis=1, keepdims=True))"]
         lines.append(f"{ind}per = (lse - xt) * wt" if win is not None else f"{ind}per = lse - xt")
@@ -124,7 +132,7 @@ def class_loss(plan: LossPlan) -> KernelSource:
             lines.append(f"{li}xv = ct.where(cc < {C}, {xv}, -math.inf)")
         lines += [
                   f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
-                  f"{li}l = l * ct.exp(m - mn) + ct.sum(ct.exp(xv - mn), axis=1, keepdims=True)",
+                  f"{li}l = l * {ce_exp('m - mn')} + ct.sum({ce_exp('xv - mn')}, axis=1, keepdims=True)",
                   f"{li}m = mn",
                   f"{li}xt = xt + ct.sum(ct.where(cc == tgt, xv, 0.0), axis=1, keepdims=True)"]
         if ls:

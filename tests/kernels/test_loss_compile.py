@@ -137,18 +137,30 @@ def test_cross_entropy_load_latency_hint(name, monkeypatch):
     assert result.ok, result.message
 
 
+CE_KNOBS = {"lane_max": {"ce_lane_max": True}, "exp_ftz": {"ce_exp_ftz": True},
+            "lane_max_exp_ftz": {"ce_lane_max": True, "ce_exp_ftz": True}}
+
+
+@pytest.mark.parametrize("knobs", sorted(CE_KNOBS))
 @pytest.mark.parametrize("name", ["cross_entropy_many_classes_fp16", "cross_entropy_many_rows",
-                                  "cross_entropy_weight_ignore_2d", "cross_entropy_none_bf16_2d"])
-def test_cross_entropy_lane_maxima(name, monkeypatch):
-    """MEMORY_TUNING["ce_lane_max"]: per-lane running maxima and sums, one exponential per logit, the lanes meet
-    once per row; logits scaled past float32's exp range and a -inf class column still match."""
+                                  "cross_entropy_weight_ignore_2d", "cross_entropy_none_bf16_2d",
+                                  "cross_entropy_weight_smoothing", "cross_entropy_nd_ignore"])
+def test_cross_entropy_class_loop_variants(name, knobs, monkeypatch):
+    """MEMORY_TUNING["ce_lane_max"] (per-lane running maxima and sums, one exponential per logit, the lanes meet
+    once per row; plain logits only) and ["ce_exp_ftz"] (exponentials flushing denormal results): logits scaled
+    past float32's exp range and a -inf class column still match."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
-    monkeypatch.setitem(MEMORY_TUNING, "ce_lane_max", True)
+    for key, value in CE_KNOBS[knobs].items():
+        monkeypatch.setitem(MEMORY_TUNING, key, value)
     body, inputs, kw = CASES[name]
     spec = snippet_spec(body, inputs, FAMILY)
     source = compile_spec(spec, ("sm_90",))
-    assert "e = ct.exp2(-ct.abs(x2 - m))" in source.code and "ct.max(xv" not in source.code
+    plain = "smoothing" not in name and "nd_" not in name
+    if "lane_max" in knobs and plain:
+        assert "e = ct.exp2(-ct.abs(x2 - m)" in source.code and "ct.max(xv" not in source.code
+    if "exp_ftz" in knobs:
+        assert "ct.exp(" not in source.code and "flush_to_zero=True)" in source.code
     lo, hi = kw["int_ranges"]["y"]
     base = make_inputs(**{**kw, "int_ranges": {"y": (max(lo, 1), hi)}})
 

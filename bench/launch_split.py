@@ -1,0 +1,98 @@
+"""Per-launch device time of multi-kernel cases (GPU): which of a case's `ct.launch` calls the time goes to.
+
+    python bench/launch_split.py --only "cumsum 64x1048576" [--reps 20]
+
+Each matching bench/kernels.py case is generated, loaded and checked as in kernels.py; then every `ct.launch` of
+its wrapper gets a CUDA event pair of its own (fresh random inputs rotated between calls, warm-up, medians). The
+table lists each launch's kernel, grid, median ms and share of the summed medians, beside the whole call's median
+(kernels.py's figure) and a same-size copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import torch
+
+import kernels as bk
+
+
+def split_times(fn, arg_sets, reps: int) -> tuple[list[tuple[str, tuple]], list[float]]:
+    """(kernel name, grid) and median ms of each ct.launch made by one call of fn."""
+    import cuda.tile as ct
+
+    real = ct.launch
+    events: list[tuple[str, tuple, torch.cuda.Event, torch.cuda.Event]] = []
+
+    def timed(stream, grid, kernel, args):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        real(stream, grid, kernel, args)
+        e.record()
+        name = getattr(getattr(kernel, "_pyfunc", kernel), "__name__", "kernel")
+        events.append((name, tuple(grid), s, e))
+
+    ct.launch = timed
+    try:
+        for i in range(3):
+            fn(*arg_sets[i % len(arg_sets)])
+        torch.cuda.synchronize()
+        per: list[list[float]] = []
+        names: list[tuple[str, tuple]] = []
+        for i in range(reps):
+            events.clear()
+            fn(*arg_sets[i % len(arg_sets)])
+            torch.cuda.synchronize()
+            if not per:
+                per = [[] for _ in events]
+                names = [(n, g) for n, g, _, _ in events]
+            for k, (_, _, s, e) in enumerate(events):
+                per[k].append(s.elapsed_time(e))
+    finally:
+        ct.launch = real
+    return names, [statistics.median(t) for t in per]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", required=True, help="substring of the kernels.py case label(s)")
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("launch_split.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from tilestudio.core.kernels.checking import launch_args, make_inputs
+
+    cases = [c for c in bk.CASES if args.only in c[1]]
+    if not cases:
+        print(f"no kernels.py case matches {args.only!r}", file=sys.stderr)
+        return 2
+    rows = [["case", "launch", "kernel", "grid", "ms", "share"]]
+    for case in cases:
+        spec, src, ns, check = bk.prepare_case(case)
+        if ns is None or not check.ok:
+            rows.append([case[1], "", "skeleton" if ns is None else f"WRONG {check.message}", "", "", ""])
+            continue
+        sets = [launch_args(spec, ns, src.prepare_name, make_inputs(spec, "cuda", seed, bk._index_inputs(spec)))
+                for seed in range(3)]
+        fn = ns[src.launch_name]
+        whole = bk.median_ms(fn, sets, reps=args.reps)
+        names, ms = split_times(fn, sets, args.reps)
+        total = sum(ms) or 1.0
+        for k, ((name, grid), t) in enumerate(zip(names, ms)):
+            rows.append([case[1] if k == 0 else "", str(k), name, "x".join(map(str, grid)), f"{t:.3f}",
+                         f"{t / total:.2f}"])
+        out = fn(*sets[0])
+        nbytes = sum(t.numel() * t.element_size() for t in sets[0] if isinstance(t, torch.Tensor))
+        nbytes += sum(o.numel() * o.element_size() for o in (out if isinstance(out, tuple) else (out,)))
+        rows.append(["", "all", "(one call, kernels.py timing)", "", f"{whole:.3f}", ""])
+        rows.append(["", "copy", "(same bytes)", "", f"{bk.copy_ms(nbytes):.3f}", ""])
+    print(f"# {torch.cuda.get_device_name()}")
+    bk.print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
