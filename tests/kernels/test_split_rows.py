@@ -161,22 +161,29 @@ RAGGED = {  # name: (forward, input, (segments, chunks per segment)) at softmax_
 }
 
 
+@pytest.mark.parametrize("skip_repeats", [False, True], ids=["repeat_stores", "skip_repeats"])
 @pytest.mark.parametrize("name", sorted(RAGGED))
-def test_split_softmax_ragged_segments(name, monkeypatch):
+def test_split_softmax_ragged_segments(name, skip_repeats, monkeypatch):
     """TUNING["softmax_split_ragged"] (the default): rows whose chunk count has no divisor near the target split
     into equal segments and a short last one; compiled for sm_90 without spills, matched in the emulator with
-    waiting blocks; off, the same rows stay two-pass."""
+    waiting blocks; off, the same rows stay two-pass. With TUNING["split_skip_repeats"] (off: slower on the
+    H200) the short segment's slots past the row skip their stores behind a branch."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
     from tilestudio.core.kernels.rowwise import TUNING
 
     forward, inputs, (segments, cps) = RAGGED[name]
     spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "softmax")
+    monkeypatch.setitem(TUNING, "split_skip_repeats", skip_repeats)
     monkeypatch.setitem(TUNING, "softmax_split_ragged", False)
     assert "read once" not in generate_kernel(spec).notes[0]
     monkeypatch.setitem(TUNING, "softmax_split_ragged", True)
     source = generate_kernel(spec)
     assert f"read once: {segments} blocks per row of {cps} chunks" in source.notes[0], source.notes
+    n = int(inputs.split(", ")[-1].split(")")[0])
+    chunks = -(-n // 4096)
+    branches = [f"if in{i}:" in source.code for i in range(cps)]
+    assert branches == [skip_repeats and (segments - 1) * cps + i >= chunks for i in range(cps)], branches
     (record,) = trace_launches(source, spec)
     assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
     result = check_emulated(spec, source)
