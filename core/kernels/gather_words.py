@@ -28,8 +28,8 @@ from __future__ import annotations
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, pow2_at_least
 from .expr import bind_args, scalar_value
-from .indexing import (MEMORY_TUNING, alloc_outputs, decode, input_for, is_ref, module, prod, ret_outputs,
-                       word_views)
+from .indexing import (MEMORY_TUNING, alloc_outputs, decode, flat_run_coords, input_for, is_ref, module, prod,
+                       ret_outputs, word_views)
 
 I = "    "
 _WORDS = {"float16": 2, "bfloat16": 2, "float32": 1}  # elements per 32-bit word
@@ -135,8 +135,7 @@ def flat_generate(spec: KernelSpec, p: dict) -> KernelSource:
     wo, ww, Ho, H, T, q = p["wo"], p["ww"], p["Ho"], p["H"], p["T"], p["q"]
     total = p["lead"] * Ho * wo
     B = pow2_at_least(total, 1, int(MEMORY_TUNING["pad_flat_tile"]))
-    lines = ["@ct.kernel", f"def {kid}_kernel(a_x, o_y, B: ct.Constant[int]):",
-             f"{I}o = ct.bid(0) * B + ct.arange(B, dtype=ct.int32)", f"{I}m = o // {wo}", f"{I}j = o - m * {wo}"]
+    lines = ["@ct.kernel", f"def {kid}_kernel(a_x, o_y, B: ct.Constant[int]):", *flat_run_coords("ct.bid(0)", wo, "j")]
     if Ho > 1:  # 2-d padding: output row m is input row r, or a padding row
         lines += [f"{I}ri = m % {Ho} - {T}", f"{I}ok = (ri >= 0) & (ri < {H})",
                   f"{I}s = ((m // {Ho}) * {H} + ri) * {ww} + j - {q}"]

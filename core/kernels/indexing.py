@@ -263,6 +263,13 @@ def decode(flat: str, shape: Sequence[int], lines: list[str], indent: str, prefi
     return out
 
 
+def flat_run_coords(bid: str, per_row: int, col: str, indent: str = "    ") -> list[str]:
+    """A block's place in a flat run of output words (the flat pad and pool forms): o = its B words from block
+    `bid`, m = their row (`per_row` words each), `col` = their word in the row."""
+    return [f"{indent}o = {bid} * B + ct.arange(B, dtype=ct.int32)", f"{indent}m = o // {per_row}",
+            f"{indent}{col} = o - m * {per_row}"]
+
+
 def flat_index(coords: Sequence[str], shape: Sequence[int]) -> str:
     """The row-major flat index expression of `coords` within `shape`."""
     terms = []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..specs import KernelSpec, OpRecord
 from .base import KernelSource, pow2_at_least
-from .indexing import MEMORY_TUNING, array_param, decode
+from .indexing import MEMORY_TUNING, array_param, decode, flat_run_coords
 from .pool_aligned import _pair_halves, pair_dtype_ok, pair_views
 from .pool_paths import I, _arange_along, _epilogue, _kernel_head, _launch_module, _store_lines
 from .rowwise import cdiv
@@ -67,8 +67,7 @@ def flat_window_head(pool: PoolOp, per_row: int, col: str) -> list[str]:
     """The prologue of a flat-output pool block (pool_pairs_flat, pool_quads_flat): o = its B output words, m
     their output row (`per_row` words each), `col` their word in the row, inside = col >= 1 (a left neighbour
     word exists), then base / top of the window rows."""
-    lines = [f"{I}o = bid * B + ct.arange(B, dtype=ct.int32)", f"{I}m = o // {per_row}",
-             f"{I}{col} = o - m * {per_row}", f"{I}inside = {col} >= 1"]
+    lines = flat_run_coords("bid", per_row, col) + [f"{I}inside = {col} >= 1"]
     window_row_base(pool, lines)
     return lines
 
