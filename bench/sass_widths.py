@@ -9,6 +9,11 @@ loops at 120-231 KB), and F > 0 is a register spill (session 8: num_worker_warps
 Without nvdisasm only that bracket is printed.
 
     NVDISASM=/path/to/nvdisasm python bench/sass_widths.py [--only SUBSTRING] [--family pool] [--set KEY=VALUE]...
+        [--ops]
+
+--ops adds each launch's static instruction count and its MUFU / FSETP counts: a memory-bound kernel over 16-bit
+data can be bound by instruction issue instead (session 12: cross entropy's class loop at 592 instructions, 496
+once its exponentials flushed denormals, 0.171 -> 0.164 ms).
 
 --set overrides one generator knob (a key of rowwise.TUNING, indexing.MEMORY_TUNING or gemm_common.TILES; the
 value a Python literal), to see a variant's SASS before timing it.
@@ -35,7 +40,22 @@ MEMORY_OPS = re.compile(r"\b(LDG[A-Z0-9.]*|STG[A-Z0-9.]*|UTMALDG[A-Z0-9.]*|UTMAS
                         r"STL[A-Z0-9.]*|LDL[A-Z0-9.]*)")
 
 
-def widths(nvdisasm: str | None, cubin: bytes) -> str:
+# an instruction's opcode in nvdisasm's listing: after the /*address*/ and an optional predicate guard
+OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
+# the opcodes --ops counts on their own: the special-function unit (exp2, rcp, rsqrt: a quarter of the FP32 rate
+# or less) and float compares (sm_90's denormal-range fix-up around a MUFU.EX2 without flush_to_zero is an FSETP
+# and two predicated FMULs: session 12, cross entropy's class loop)
+OPS_SHOWN = ("MUFU", "FSETP")
+
+
+def op_mix(sass: str) -> str:
+    """I<static instructions> and the count of each OPS_SHOWN opcode: a variant that trims work per element shows
+    fewer (static counts: a loop body counts once, an unrolled one per copy)."""
+    ops = collections.Counter(OPCODE.findall(sass))
+    return " ".join([f"I{sum(ops.values())}"] + [f"{op}:{ops[op]}" for op in OPS_SHOWN])
+
+
+def widths(nvdisasm: str | None, cubin: bytes, mix: bool = False) -> str:
     from tilestudio.core.kernels import aot
 
     res = aot.kernel_resources(cubin)
@@ -47,7 +67,8 @@ def widths(nvdisasm: str | None, cubin: bytes) -> str:
         f.flush()
         sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True).stdout
     counts = collections.Counter(op.replace(".E", "") for op in MEMORY_OPS.findall(sass))
-    return " ".join([usage] + [f"{op}:{n}" for op, n in sorted(counts.items())]).strip()
+    line = " ".join([usage] + [f"{op}:{n}" for op, n in sorted(counts.items())]).strip()
+    return f"{line} | {op_mix(sass)}" if mix else line
 
 
 def set_knob(key: str, value: str) -> None:
@@ -68,6 +89,7 @@ def main() -> int:
     parser.add_argument("--only", default=None, help="substring of the case labels")
     parser.add_argument("--family", default=None)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--ops", action="store_true", help="also the static instruction count, MUFU and FSETP")
     args = parser.parse_args()
     for item in args.set:
         set_knob(*item.split("=", 1))
@@ -82,7 +104,7 @@ def main() -> int:
         try:
             spec = spec_for(body, inputs)
             source = generate_kernel(spec)
-            parts = [widths(nvdisasm, aot.compile_cubin(rec, "sm_90", specialize=True))
+            parts = [widths(nvdisasm, aot.compile_cubin(rec, "sm_90", specialize=True), args.ops)
                      for rec in aot.trace_launches(source, spec)]
             print(f"{label[:52]:52s} | {' || '.join(parts)}", flush=True)
         except Exception as exc:  # noqa: BLE001 - one case never stops the table
