@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|prepared-split-ldg|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|prepared-split-ldg|ncu|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -177,6 +177,14 @@ sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopt
              tail -1 "$out/split_ldg_tests.log"; grep -E "^(FAILED|ERROR)" "$out/split_ldg_tests.log" | cut -c1-200
              timeout 100 python3 bench/variants_rowwise.py --cases "layer_norm 2048,131072" \
                --variants default,split_ldg --budget 80 > "$out/split_ldg.txt" 2>&1; tail -4 "$out/split_ldg.txt" ;;
+    ncu) # Nsight Compute (on the device image at /usr/local/cuda/bin/ncu; counters readable, session 12) over one
+             # kernels.py case run by launch_split.py: throughput, occupancy limits and warp stall reasons of the
+             # kernels matching NCU_KERNEL (a regex), e.g. NCU_CASE="cumsum 64x1048576" NCU_KERNEL="^cumsum_kernel"
+             (cd bench && timeout ${NCU_TIMEOUT:-120} /usr/local/cuda/bin/ncu -k "regex:${NCU_KERNEL:-.}" -c ${NCU_COUNT:-1} \
+               --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+               python3 launch_split.py --only "${NCU_CASE:?set NCU_CASE}" --reps 1) > "$out/ncu.txt" 2>&1
+             grep -E "==PROF==|==ERROR==|Duration|DRAM Throughput|Compute \(SM\)|Registers Per|Block Limit (Reg|Shared)|Theoretical Occ|Achieved Occ|stalled|represents" \
+               "$out/ncu.txt" | cut -c1-160 | head -40 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;
