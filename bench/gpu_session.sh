@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|prepared-split-ldg|ncu|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|prepared-split-ldg|prepared-scan-occ|ncu|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -177,6 +177,20 @@ sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopt
              tail -1 "$out/split_ldg_tests.log"; grep -E "^(FAILED|ERROR)" "$out/split_ldg_tests.log" | cut -c1-200
              timeout 100 python3 bench/variants_rowwise.py --cases "layer_norm 2048,131072" \
                --variants default,split_ldg --budget 80 > "$out/split_ldg.txt" 2>&1; tail -4 "$out/split_ldg.txt" ;;
+    prepared-scan-occ) # session 12's occupancy hints for segmented scans (scan_totals_occupancy /
+             # scan_segment_occupancy, off): both cumsum cases against the default, then the row-wise scan GPU tests
+             # with the hints on
+             timeout 90 python3 bench/variants_memory.py --only "cumsum 64x1048576" --match "occupancy" \
+               > "$out/vscan_occ1.txt" 2>&1; grep cumsum "$out/vscan_occ1.txt" | tail -6 | cut -c1-130
+             timeout 60 python3 bench/variants_memory.py --only "cumsum dim=1" --match "occupancy" \
+               > "$out/vscan_occ2.txt" 2>&1; grep cumsum "$out/vscan_occ2.txt" | tail -4 | cut -c1-130
+             timeout 110 python3 -c "
+import sys, pytest
+from tilestudio.core.kernels.indexing import MEMORY_TUNING as M
+M['scan_totals_occupancy'], M['scan_segment_occupancy'] = 4, 3
+sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopts=', '--timeout', '100', '-rfE',
+                      'tests/kernels/test_rowwise_families_gpu.py', '-k', 'scan']))" > "$out/scan_occ_tests.log" 2>&1
+             tail -1 "$out/scan_occ_tests.log"; grep -E "^(FAILED|ERROR)" "$out/scan_occ_tests.log" | cut -c1-200 ;;
     ncu) # Nsight Compute (on the device image at /usr/local/cuda/bin/ncu; counters readable, session 12) over one
              # kernels.py case run by launch_split.py: throughput, occupancy limits and warp stall reasons of the
              # kernels matching NCU_KERNEL (a regex), e.g. NCU_CASE="cumsum 64x1048576" NCU_KERNEL="^cumsum_kernel"

@@ -171,6 +171,9 @@ VARIANTS = {
                                               "scan_col_min_blocks": 1024}),
         ("bi 64, >=512 blocks, load latency 10", {"scan_latency": 10}),
         ("bi 64, >=512 blocks, plain loads", {"chunk_load_tma": False}),
+        # occupancy hints for the totals / scan passes (session 12; sm_90 R255 -> R128 / R128 or R64 / R80)
+        ("default segments, occupancy 2 / 2", {"scan_totals_occupancy": 2, "scan_segment_occupancy": 2}),
+        ("default segments, occupancy 4 / 3", {"scan_totals_occupancy": 4, "scan_segment_occupancy": 3}),
     ],
     "cumsum 64x1048576 fp32 (chunked carry)": [
         ("chunk 2048, >=264 blocks (~old)", {"scan_chunk_elems": 2048, "scan_min_blocks": 264}),
@@ -201,6 +204,14 @@ VARIANTS = {
         # R255 with an 8-byte frame in the scan kernel), with the default segments and with fewer
         ("chunk 4096, >=1024 blocks, tensor-core blocks", {"scan_mma_rows": True}),
         ("chunk 4096, >=256 blocks, tensor-core blocks", {"scan_mma_rows": True, "scan_min_blocks": 256}),
+        # occupancy hints for the totals / scan passes (session 12: the scan pass ran one block per SM, R255)
+        ("chunk 4096, >=1024 blocks, occupancy 2 / 2",
+         {"scan_totals_occupancy": 2, "scan_segment_occupancy": 2}),
+        ("chunk 4096, >=1024 blocks, occupancy 4 / 3",
+         {"scan_totals_occupancy": 4, "scan_segment_occupancy": 3}),
+        ("chunk 4096, >=1024 blocks, occupancy 1 / 2", {"scan_segment_occupancy": 2}),
+        ("chunk 4096, >=2048 blocks, occupancy 4 / 3",
+         {"scan_totals_occupancy": 4, "scan_segment_occupancy": 3, "scan_min_blocks": 2048}),
     ],
     "cumsum 4096x4096 fp32": [
         ("1 row x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 4096}),

@@ -135,6 +135,13 @@ MEMORY_TUNING: dict[str, Any] = {
     # stays faster: H200, session 12, same run, device time: cumsum 64x1048576 fp32 0.283 -> 0.307 ms with plain
     # loads (latency 4: 0.307), cumsum dim=1 64x4096x64 bf16 0.054 -> 0.120 (correct either way: 48 passed)
     "scan_chunk_tma": None,
+    # @ct.kernel(occupancy=...) for the two passes of a segmented scan (None: no hint). Nsight Compute on the H200
+    # (session 12): cumsum 64x1048576's scan pass runs 256-thread blocks at 255 registers, one block per SM
+    # (12.5 % theoretical occupancy, DRAM 41 %). sm_90 with the hints: totals R255 / 149 KB -> R128 / 116 KB
+    # (2) or R64 / 50 KB (4), scan R255 -> R128 (2) or R80 (3), no spills. Compiled and emulated; not yet timed
+    # on a GPU (variants_memory.py "occupancy")
+    "scan_totals_occupancy": None,
+    "scan_segment_occupancy": None,
     # single-tile scans (rows up to scan_max_single) on the row kernels' persistent grid with their load/store
     # hints (rowwise.Layout.persist). H200, session 11, same run: cumsum 4096x4096 fp32 0.046 -> 0.062 ms
     "scan_persistent": False,

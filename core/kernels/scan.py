@@ -260,6 +260,10 @@ class _Scan:
         if self.segments > 1:
             self.emit_totals()
             self.emit_offset()
+            # occupancy hints for both passes (MEMORY_TUNING["scan_totals_occupancy"] / ["scan_segment_occupancy"])
+            for kern, key in ((self.totals[0], "scan_totals_occupancy"), (gen.kernel, "scan_segment_occupancy")):
+                if MEMORY_TUNING[key]:
+                    kern.options["occupancy"] = int(MEMORY_TUNING[key])
             header = f"for c in range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch})):"
         elif chunked:
             k(f"carry = ct.full({L.red_tile}, {_IDENT[self.kind]}, dtype={self.acc})")

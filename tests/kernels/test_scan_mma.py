@@ -77,3 +77,34 @@ def test_chunked_scans_with_plain_loads(name, monkeypatch):
     assert loads and all("allow_tma=False" in line for line in loads), loads
     result = check_emulated(spec, source)
     assert result.ok, result.message
+
+
+SEGMENTED = {  # rows cut into segments: a totals kernel, then the scan from the earlier segments' totals
+    "rows": ("torch.cumsum(x, -1)", "torch.randn(2, 100000)"),
+    "middle_dim_tensor_cores": ("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64).to(torch.bfloat16)"),
+    "rows_logcumsumexp": ("torch.logcumsumexp(x, -1)", "torch.randn(2, 70000)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEGMENTED))
+def test_segmented_scans_with_occupancy_hints(name, monkeypatch):
+    """MEMORY_TUNING["scan_totals_occupancy"] / ["scan_segment_occupancy"]: the two passes of a segmented scan
+    carry @ct.kernel(occupancy=...) hints, compile for sm_90 without a spill frame (the hints cap registers) and
+    match the reference in the emulator; the default gives no hint."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    forward, inputs = SEGMENTED[name]
+    spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
+    default = generate_kernel(spec)
+    assert "segments whose totals" in default.notes[0] + default.code and "occupancy" not in default.code
+    monkeypatch.setitem(MEMORY_TUNING, "scan_totals_occupancy", 4)
+    monkeypatch.setitem(MEMORY_TUNING, "scan_segment_occupancy", 3)
+    source = generate_kernel(spec)
+    assert "@ct.kernel(occupancy=4)\ndef scan_totals_kernel" in source.code.replace(spec.id, "scan"), source.code
+    assert "@ct.kernel(occupancy=3)\ndef scan_kernel" in source.code.replace(spec.id, "scan"), source.code
+    for record in trace_launches(source, spec):
+        assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0, record.kernel_name
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
