@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that produces the GPU figures of a session (run from the repo root on the GPU machine, after
-# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|prepared-split-ldg|prepared-scan-occ|ncu|...]...
+# `. .gpu-bundle/prelude.sh`). Usage: bench/gpu_session.sh OUTDIR [tests|tests-x|tests-rest|tests-compose|mains-precomposed|kernels|models|prepared|prepared-norms|prepared-mem|prepared-gemm|prepared-scan|prepared-split|prepared-ragged|prepared-scan-all|prepared-scan-tma|prepared-flat-pairs|prepared-split-ldg|prepared-occ|ncu|...]...
 set -u
 out=${1:?outdir}; shift
 mkdir -p "$out"
@@ -177,9 +177,12 @@ sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopt
              tail -1 "$out/split_ldg_tests.log"; grep -E "^(FAILED|ERROR)" "$out/split_ldg_tests.log" | cut -c1-200
              timeout 100 python3 bench/variants_rowwise.py --cases "layer_norm 2048,131072" \
                --variants default,split_ldg --budget 80 > "$out/split_ldg.txt" 2>&1; tail -4 "$out/split_ldg.txt" ;;
-    prepared-scan-occ) # session 12's occupancy hints for segmented scans (scan_totals_occupancy /
-             # scan_segment_occupancy, off): both cumsum cases against the default, then the row-wise scan GPU tests
-             # with the hints on
+    prepared-occ) # session 12's occupancy candidates (Nsight Compute found both cases at low occupancy): stacked
+             # softmax rows of 1000 at 6 blocks per SM (variant occ6stacked), then the segmented scans' hints
+             # (scan_totals_occupancy / scan_segment_occupancy, off): both cumsum cases against the default and the
+             # row-wise scan GPU tests with the hints on
+             timeout 80 python3 bench/variants_rowwise.py --cases "softmax rows 16384x1000,softmax rows 65536x1000" \
+               --variants default,occ6stacked --budget 60 > "$out/vocc6.txt" 2>&1; tail -4 "$out/vocc6.txt"
              timeout 90 python3 bench/variants_memory.py --only "cumsum 64x1048576" --match "occupancy" \
                > "$out/vscan_occ1.txt" 2>&1; grep cumsum "$out/vscan_occ1.txt" | tail -6 | cut -c1-130
              timeout 60 python3 bench/variants_memory.py --only "cumsum dim=1" --match "occupancy" \

@@ -75,6 +75,9 @@ VARIANTS = {
     "words": {"softmax_words": True},  # ragged single-tile softmax rows through int64 words (softmax_words.py)
     "occ1": {"occupancy": 1},
     "occ4": {"occupancy": 4},
+    # stacked short rows (softmax over 1000 columns) at 6 blocks per SM instead of 4 (session 12, Nsight Compute:
+    # 30 % achieved occupancy, stalls on the shared-memory row reductions; sm_90 R64 -> R40, no spills; 8 spills)
+    "occ6stacked": {"occupancy_stacked": 6},
     "nohints": {"load_latency": None, "store_tma": None},
     "tmastore": {"store_tma": None},
     "lat3": {"load_latency": 3},
