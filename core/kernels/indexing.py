@@ -189,7 +189,7 @@ MEMORY_TUNING: dict[str, Any] = {
     # updates both (l = l * e + 1 where x > m, else l + e); the lanes meet once per row at the end. No block
     # reduction (and barrier) per chunk. Correct on the H200 (session 12: 5 passed) but slower: cross_entropy
     # 4096x65536 bf16 0.171 -> 0.202 ms (8192 x 1 row 0.277, 2048 x 2 rows 0.199): the extra per-element
-    # arithmetic costs more than the barriers it saves (the loop is issue-bound next to its 2-byte loads)
+    # arithmetic costs more than the barriers it saves (fewer instructions per logit is what helped: ce_exp_ftz)
     "ce_lane_max": False,
     # the class loop's exponentials as ct.exp2(..., flush_to_zero=True): terms below float32's normal range (at
     # least 2^126 under the running max, nothing to a sum that holds a 1) flush to zero, and the denormal-range
