@@ -137,8 +137,8 @@ def test_cross_entropy_load_latency_hint(name, monkeypatch):
     assert result.ok, result.message
 
 
-CE_KNOBS = {"lane_max": {"ce_lane_max": True}, "exp_ftz": {"ce_exp_ftz": True},
-            "lane_max_exp_ftz": {"ce_lane_max": True, "ce_exp_ftz": True}}
+CE_KNOBS = {"lane_max": {"ce_lane_max": True, "ce_exp_ftz": False}, "exp_ftz": {"ce_exp_ftz": True},
+            "lane_max_exp_ftz": {"ce_lane_max": True, "ce_exp_ftz": True}, "exp_no_ftz": {"ce_exp_ftz": False}}
 
 
 @pytest.mark.parametrize("knobs", sorted(CE_KNOBS))
@@ -146,9 +146,9 @@ CE_KNOBS = {"lane_max": {"ce_lane_max": True}, "exp_ftz": {"ce_exp_ftz": True},
                                   "cross_entropy_weight_ignore_2d", "cross_entropy_none_bf16_2d",
                                   "cross_entropy_weight_smoothing", "cross_entropy_nd_ignore"])
 def test_cross_entropy_class_loop_variants(name, knobs, monkeypatch):
-    """MEMORY_TUNING["ce_lane_max"] (per-lane running maxima and sums, one exponential per logit, the lanes meet
-    once per row; plain logits only) and ["ce_exp_ftz"] (exponentials flushing denormal results): logits scaled
-    past float32's exp range and a -inf class column still match."""
+    """MEMORY_TUNING["ce_lane_max"] (off: per-lane running maxima and sums, one exponential per logit, the lanes
+    meet once per row; plain logits only) and ["ce_exp_ftz"] (on: exponentials flushing denormal results), each
+    way: logits scaled past float32's exp range and a -inf class column still match."""
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     for key, value in CE_KNOBS[knobs].items():
@@ -159,8 +159,10 @@ def test_cross_entropy_class_loop_variants(name, knobs, monkeypatch):
     plain = "smoothing" not in name and "nd_" not in name
     if "lane_max" in knobs and plain:
         assert "e = ct.exp2(-ct.abs(x2 - m)" in source.code and "ct.max(xv" not in source.code
-    if "exp_ftz" in knobs:
+    if CE_KNOBS[knobs]["ce_exp_ftz"]:
         assert "ct.exp(" not in source.code and "flush_to_zero=True)" in source.code
+    else:
+        assert "flush_to_zero" not in source.code
     lo, hi = kw["int_ranges"]["y"]
     base = make_inputs(**{**kw, "int_ranges": {"y": (max(lo, 1), hi)}})
 
