@@ -247,8 +247,6 @@ class _RowNorm:
         self.split = split_plan(self)
         if self.split:
             self.segments = 1
-            layout.hints = True
-            layout.chunk_tma = TUNING["split_chunk_tma"]
         elif self.segments == 1:
             layout.persist(self.gen.kernel, passes=2 if layout.nch > 1 else 1)
             occ = TUNING["chunked_occupancy"]

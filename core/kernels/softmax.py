@@ -39,8 +39,6 @@ def generate(spec: KernelSpec) -> KernelSource:
     split = split_plan(gen)
     what = "log_softmax" if log else "softmax"
     if split:  # rows split over cooperating blocks, read once
-        layout.hints = True
-        layout.chunk_tma = TUNING["split_chunk_tma"]
         g = _Softmax(gen, log, safe)
         extra, grid = emit_split_row(g, *split, _exp)
         return gen.finish(f"{', '.join(spec.operations)}: {what} over dim {dims} of {shape} as rows "

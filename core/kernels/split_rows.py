@@ -59,6 +59,8 @@ class SplitRow:
     def __init__(self, kern: Kernel, L: Layout, segments: int, prefix: str, names: list[str]):
         self.kern, self.L, self.S, self.prefix, self.names = kern, L, segments, prefix, names
         self.k = kern.body
+        L.hints = True  # split rows' loads and stores take the row kernels' hints, chunk loads their TMA choice
+        L.chunk_tma = TUNING["split_chunk_tma"]
         if TUNING["split_occupancy"]:
             kern.options["occupancy"] = int(TUNING["split_occupancy"])
 
