@@ -251,10 +251,7 @@ def run_case(case, copy_gbs, mm_tflops):
     eager_ms = median_ms(ref_ns[spec.reference_name], ref_sets)
     same_size = ""
     if kind == "mem":
-        nbytes = sum(t.numel() * t.element_size() for t in sets[0] if isinstance(t, torch.Tensor))
-        out = ns[src.launch_name](*sets[0])
-        outs = out if isinstance(out, tuple) else (out,)
-        nbytes += sum(o.numel() * o.element_size() for o in outs)
+        nbytes = moved_bytes(ns[src.launch_name], sets[0])
         rate = nbytes / ms / 1e6
         metric, frac = f"{rate:8.0f} GB/s", rate / copy_gbs
         same_size = f"{copy_ms(nbytes) / ms:.2f}"
@@ -265,6 +262,14 @@ def run_case(case, copy_gbs, mm_tflops):
     host = f"{host_us(ns[src.launch_name], sets):.0f}/{host_us(ref_ns[spec.reference_name], ref_sets):.0f}"
     return [family, label, "ok" if check.ok else f"WRONG {check.message}", f"{ms:.3f}", metric, f"{frac:.2f}",
             same_size, f"{eager_ms / ms:.2f}x", host]
+
+
+def moved_bytes(fn, args) -> int:
+    """Bytes a call fn(*args) moves at least once: its tensor arguments read plus its outputs written (one call)."""
+    out = fn(*args)
+    outs = out if isinstance(out, tuple) else (out,)
+    return (sum(t.numel() * t.element_size() for t in args if isinstance(t, torch.Tensor))
+            + sum(o.numel() * o.element_size() for o in outs))
 
 
 def copy_ms(nbytes: int) -> float:

@@ -84,11 +84,8 @@ def main() -> int:
         for k, ((name, grid), t) in enumerate(zip(names, ms)):
             rows.append([case[1] if k == 0 else "", str(k), name, "x".join(map(str, grid)), f"{t:.3f}",
                          f"{t / total:.2f}"])
-        out = fn(*sets[0])
-        nbytes = sum(t.numel() * t.element_size() for t in sets[0] if isinstance(t, torch.Tensor))
-        nbytes += sum(o.numel() * o.element_size() for o in (out if isinstance(out, tuple) else (out,)))
         rows.append(["", "all", "(one call, kernels.py timing)", "", f"{whole:.3f}", ""])
-        rows.append(["", "copy", "(same bytes)", "", f"{bk.copy_ms(nbytes):.3f}", ""])
+        rows.append(["", "copy", "(same bytes)", "", f"{bk.copy_ms(bk.moved_bytes(fn, sets[0])):.3f}", ""])
     print(f"# {torch.cuda.get_device_name()}")
     bk.print_table(rows)
     return 0

@@ -22,7 +22,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import CASES, _index_inputs, copy_ms, median_ms, print_table, spec_for  # noqa: E402 - bench/kernels.py helpers
+from kernels import CASES, _index_inputs, copy_ms, median_ms, moved_bytes, print_table, spec_for  # noqa: E402 - bench/kernels.py helpers
 
 def _shifted(inner: str, outputs: int, rows: int, cols: int) -> tuple[str, dict]:
     """A shifted-path max_pool variant: `outputs` per block as (channels x rows x cols) output tiles."""
@@ -276,10 +276,7 @@ def run_variant(spec, overrides: dict, reps: int):
     sets = [launch_args(spec, ns, src.prepare_name, make_inputs(spec, "cuda", s, _index_inputs(spec)))
             for s in range(3)]
     ms = median_ms(ns[src.launch_name], sets, reps=reps)
-    out = ns[src.launch_name](*sets[0])
-    outs = out if isinstance(out, tuple) else (out,)
-    nbytes = sum(t.numel() * t.element_size() for t in sets[0] if isinstance(t, torch.Tensor))
-    nbytes += sum(o.numel() * o.element_size() for o in outs)
+    nbytes = moved_bytes(ns[src.launch_name], sets[0])
     return ("ok" if check.ok else f"WRONG {check.message[:40]}"), ms, nbytes
 
 

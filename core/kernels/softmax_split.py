@@ -4,6 +4,8 @@ exponentials (relative to that max), merged as max M = max m_j and sum S = sum l
 
 from __future__ import annotations
 
+import contextlib
+
 from .rowwise import TUNING
 from .split_rows import SplitRow, plan
 
@@ -44,9 +46,7 @@ def emit_split_row(sm, segments: int, cps: int, exp) -> tuple[list[str], tuple[i
       f"ct.sum(ct.where({live}, a_l * {exp(f'ref - ct.sum({row_max})')}, 0.0))")
     for i in range(cps):
         ctx = gen.tile_ctx(f"c{i}", kern)
-        if split.past_row(i, cps) and TUNING["split_skip_repeats"]:  # a repeat of the row's last chunk: no store
-            with k.block(f"if in{i}:"):
-                sm.finish_tile({gen.parts.main: f"res{i}"}, ctx, f"c{i}", f"res{i}", row_max, "s")
-        else:
+        skip = split.past_row(i, cps) and TUNING["split_skip_repeats"]  # a repeat of the row's last chunk: no store
+        with k.block(f"if in{i}:") if skip else contextlib.nullcontext():
             sm.finish_tile({gen.parts.main: f"res{i}"}, ctx, f"c{i}", f"res{i}", row_max, "s")
     return split.workspace(gen.device), split.grid()
