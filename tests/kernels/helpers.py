@@ -43,6 +43,11 @@ def compile_spec(spec, arches=("sm_90", "sm_100")):
     return compile_all(spec, arches)
 
 
+def case_ids(cases) -> list[str]:
+    """pytest ids of (name, shape, dtype) GPU cases: name-AxBxC-dtype."""
+    return [f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in cases]
+
+
 def run_check(spec, make_input=None, check=None):
     """Generate (no skeleton), then run `check` (default: checking.check_kernel on the GPU); returns its result.
     aot.load_source registers the generated text with linecache, where cuTile reads a kernel's source."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import run_check
+from .helpers import case_ids, run_check
 from .helpers_indexed import DT, forward, gpu_cases, make_inputs, snippet_spec
 
 pytestmark = pytest.mark.gpu
@@ -56,7 +56,7 @@ VARIANTS = {
 }
 CORE = {"plain", "causal", "key_padding_mask"}
 CASES = gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE)
-IDS = [f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES]
+IDS = case_ids(CASES)
 
 
 @pytest.mark.parametrize("name,shape,dtype", CASES, ids=IDS)

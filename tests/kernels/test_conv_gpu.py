@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import run_check
+from .helpers import case_ids, run_check
 from .helpers_gemm import DT, DTYPES, module_model, snippet_spec
 
 pytestmark = pytest.mark.gpu
@@ -86,7 +86,7 @@ def build(name, shape, dtype):
     return snippet_spec(model.replace("{c}", str(c)), inputs, "conv")
 
 
-@pytest.mark.parametrize("name,shape,dtype", CASES, ids=[f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES])
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=case_ids(CASES))
 def test_conv_kernel_matches_reference(name, shape, dtype):
     spec = build(name, shape, dtype)
     result = run_check(spec, None, CHECK)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import decompose_source
+from .helpers import case_ids, decompose_source
 from .helpers_elementwise import (ACTIVATIONS_A, ACTIVATIONS_B, BROADCAST_NCHW, CHAIN_1D, CLAMP_TENSOR, COMPARE,
                                   HALF_MODULE, INT_MASK, MASKED_FILL, MATH, OUTER, ROW_COL, SCALARS, TRIL, WHERE,
                                   elementwise_specs, multi_output_spec,
@@ -71,7 +71,7 @@ def _check_all(decomposition, label):
         assert result.ok, f"{label} {spec.id}: {result.message}"
 
 
-@pytest.mark.parametrize("name,shape,dtype", CASES, ids=[f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES])
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=case_ids(CASES))
 def test_variant_matches_reference(name, shape, dtype):
     body, inputs, _ = VARIANTS[name]
     shape = tuple(shape)

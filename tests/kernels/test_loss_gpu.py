@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import run_check
+from .helpers import case_ids, run_check
 from .helpers_indexed import DT, forward, gpu_cases, make_inputs, shape_str, snippet_spec
 
 pytestmark = pytest.mark.gpu
@@ -86,7 +86,7 @@ VARIANTS = {
 }
 CORE = {"mse_mean", "cross_entropy", "cross_entropy_nd_ignore", "cosine_similarity", "triplet"}
 CASES = gpu_cases({name: v[4] for name, v in VARIANTS.items()}, CORE)
-IDS = [f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES]
+IDS = case_ids(CASES)
 
 
 @pytest.mark.parametrize("name,shape,dtype", CASES, ids=IDS)
@@ -110,7 +110,6 @@ def test_loss_kernel_strided_inputs(name, shape, dtype):
     assert result.ok, result.message
 
 
-
 CLASS_LOOP = [("cross_entropy", (2048, 5003), "bfloat16"), ("cross_entropy", (20, 10), "float32"),
               ("cross_entropy", (1, 1), "float16"), ("cross_entropy_none", (4096, 333), "float32"),
               ("cross_entropy", (64, 65536), "bfloat16"), ("cross_entropy_weight_smoothing", (1000, 1000), "float16")]
@@ -118,8 +117,7 @@ CE_KNOBS = {"lane_max": {"ce_lane_max": True}, "exp_no_ftz": {"ce_exp_ftz": Fals
 
 
 @pytest.mark.parametrize("knobs", sorted(CE_KNOBS))
-@pytest.mark.parametrize("name,shape,dtype", CLASS_LOOP,
-                         ids=[f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CLASS_LOOP])
+@pytest.mark.parametrize("name,shape,dtype", CLASS_LOOP, ids=case_ids(CLASS_LOOP))
 def test_cross_entropy_class_loop_variants(name, shape, dtype, knobs, monkeypatch):
     """MEMORY_TUNING["ce_lane_max"] (off: per-lane running maxima and sums) and ["ce_exp_ftz"] turned off (the
     exponentials' denormal range kept) in the class loop; the default runs in test_loss_kernel_matches_reference."""

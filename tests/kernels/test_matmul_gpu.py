@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import run_check
+from .helpers import case_ids, run_check
 from .helpers_gemm import DT, DTYPES, module_model, snippet_spec, transposed_inputs
 
 pytestmark = pytest.mark.gpu
@@ -108,7 +108,7 @@ def build(name, shape, dtype):
     return spec, (transposed_inputs(colmajor) if colmajor else None)
 
 
-@pytest.mark.parametrize("name,shape,dtype", CASES, ids=[f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES])
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=case_ids(CASES))
 def test_matmul_kernel_matches_reference(name, shape, dtype):
     spec, make_input = build(name, shape, dtype)
     result = run_check(spec, make_input, CHECK)

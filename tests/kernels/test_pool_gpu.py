@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import run_check
+from .helpers import case_ids, run_check
 from .helpers_indexed import DT, forward, gpu_cases, make_inputs, shape_str, snippet_spec
 
 pytestmark = pytest.mark.gpu
@@ -60,7 +60,7 @@ CORE = {"max2d_k3s2p1", "max2d_k2_aligned", "max2d_indices", "avg2d_exclude_pad_
 CASES = gpu_cases({name: v[1] for name, v in VARIANTS.items()}, CORE)
 
 
-@pytest.mark.parametrize("name,shape,dtype", CASES, ids=[f"{n}-{'x'.join(map(str, s))}-{d}" for n, s, d in CASES])
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=case_ids(CASES))
 def test_pool_kernel_matches_reference(name, shape, dtype):
     expr, _, extra = VARIANTS[name]
     dt = DT[dtype]
