@@ -196,12 +196,14 @@ sys.exit(pytest.main(['-m', 'gpu', '-q', '-p', 'no:cacheprovider', '-o', 'addopt
              tail -1 "$out/scan_occ_tests.log"; grep -E "^(FAILED|ERROR)" "$out/scan_occ_tests.log" | cut -c1-200 ;;
     ncu) # Nsight Compute (on the device image at /usr/local/cuda/bin/ncu; counters readable, session 12) over one
              # kernels.py case run by launch_split.py: throughput, occupancy limits and warp stall reasons of the
-             # kernels matching NCU_KERNEL (a regex), e.g. NCU_CASE="cumsum 64x1048576" NCU_KERNEL="^cumsum_kernel"
+             # kernels matching NCU_KERNEL (a regex), e.g. NCU_CASE="cumsum 64x1048576" NCU_KERNEL="^cumsum_kernel";
+             # NCU_SET="key=value ..." profiles a variant (launch_split.py --set), NCU_TAG names the output ncu$TAG.txt
              (cd bench && timeout ${NCU_TIMEOUT:-120} /usr/local/cuda/bin/ncu -k "regex:${NCU_KERNEL:-.}" -c ${NCU_COUNT:-1} \
-               --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-               python3 launch_split.py --only "${NCU_CASE:?set NCU_CASE}" --reps 1) > "$out/ncu.txt" 2>&1
-             grep -E "==PROF==|==ERROR==|Duration|DRAM Throughput|Compute \(SM\)|Registers Per|Block Limit (Reg|Shared)|Theoretical Occ|Achieved Occ|stalled|represents" \
-               "$out/ncu.txt" | cut -c1-160 | head -40 ;;
+               --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+               python3 launch_split.py --only "${NCU_CASE:?set NCU_CASE}" --reps 1 ${NCU_SET:+$(printf -- '--set %s ' $NCU_SET)}) \
+               > "$out/ncu${NCU_TAG:-}.txt" 2>&1
+             grep -E "==PROF==|==ERROR==|Duration|DRAM Throughput|Compute \(SM\)|Registers Per|Block Limit (Reg|Shared)|Theoretical Occ|Achieved Occ|L2 Hit Rate|Mem Busy|stalled|represents" \
+               "$out/ncu${NCU_TAG:-}.txt" | cut -c1-160 | head -40 ;;
     corpus-op) timeout 420 python3 -m tilestudio bench tests/models/op_*.py --no-dry-run --no-torch-compile \
                --jobs 16 --main-jobs 8 --reps 10 --out-dir "$out/composed_op" --json "$out/bench_op.json" \
                > "$out/bench_op.txt" 2> "$out/bench_op.err"; tail -82 "$out/bench_op.txt" ;;

@@ -203,6 +203,21 @@ def ceilings() -> tuple[float, float]:
     return copy_gbs, 2 * 8192 ** 3 / mm_ms / 1e9
 
 
+def set_knob(key: str, value: str) -> None:
+    """--set KEY=VALUE of the bench scripts: one generator knob (a key of rowwise.TUNING, indexing.MEMORY_TUNING or
+    gemm_common.TILES) set to a Python literal before any case is generated."""
+    import ast
+
+    from tilestudio.core.kernels.gemm_common import TILES
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    tables = [t for t in (TUNING, MEMORY_TUNING, TILES) if key in t]
+    if not tables:
+        raise SystemExit(f"--set {key}: not a key of TUNING, MEMORY_TUNING or TILES")
+    tables[0][key] = ast.literal_eval(value)
+
+
 def spec_for(body: str, inputs: str):
     from tilestudio.core.analyzer import analyze_graph
     from tilestudio.core.capture_model import capture_file

@@ -1,6 +1,6 @@
 """Per-launch device time of multi-kernel cases (GPU): which of a case's `ct.launch` calls the time goes to.
 
-    python bench/launch_split.py --only "cumsum 64x1048576" [--reps 20]
+    python bench/launch_split.py --only "cumsum 64x1048576" [--reps 20] [--set KEY=VALUE]...
 
 Each matching bench/kernels.py case is generated, loaded and checked as in kernels.py; then every `ct.launch` of
 its wrapper gets a CUDA event pair of its own (fresh random inputs rotated between calls, warm-up, medians). The
@@ -59,7 +59,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", required=True, help="substring of the kernels.py case label(s)")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a generator knob for this run, as in sass_widths.py (e.g. a variant under Nsight Compute)")
     args = ap.parse_args()
+    for item in args.set:
+        bk.set_knob(*item.split("=", 1))
     if not torch.cuda.is_available():
         print("launch_split.py needs a CUDA GPU", file=sys.stderr)
         return 2

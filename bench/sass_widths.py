@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import CASES, spec_for  # noqa: E402 - bench/kernels.py helpers
+from kernels import CASES, set_knob, spec_for  # noqa: E402 - bench/kernels.py helpers
 
 MEMORY_OPS = re.compile(r"\b(LDG[A-Z0-9.]*|STG[A-Z0-9.]*|UTMALDG[A-Z0-9.]*|UTMASTG[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|"
                         r"STL[A-Z0-9.]*|LDL[A-Z0-9.]*)")
@@ -69,19 +69,6 @@ def widths(nvdisasm: str | None, cubin: bytes, mix: bool = False) -> str:
     counts = collections.Counter(op.replace(".E", "") for op in MEMORY_OPS.findall(sass))
     line = " ".join([usage] + [f"{op}:{n}" for op, n in sorted(counts.items())]).strip()
     return f"{line} | {op_mix(sass)}" if mix else line
-
-
-def set_knob(key: str, value: str) -> None:
-    import ast
-
-    from tilestudio.core.kernels.gemm_common import TILES
-    from tilestudio.core.kernels.indexing import MEMORY_TUNING
-    from tilestudio.core.kernels.rowwise import TUNING
-
-    tables = [t for t in (TUNING, MEMORY_TUNING, TILES) if key in t]
-    if not tables:
-        raise SystemExit(f"--set {key}: not a key of TUNING, MEMORY_TUNING or TILES")
-    tables[0][key] = ast.literal_eval(value)
 
 
 def main() -> int:

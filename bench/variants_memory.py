@@ -171,9 +171,10 @@ VARIANTS = {
                                               "scan_col_min_blocks": 1024}),
         ("bi 64, >=512 blocks, load latency 10", {"scan_latency": 10}),
         ("bi 64, >=512 blocks, plain loads", {"chunk_load_tma": False}),
-        # occupancy hints for the totals / scan passes (session 12; sm_90 R255 -> R128 / R128 or R64 / R80)
+        # occupancy hints for the totals / scan passes (session 12; sm_90 R255 -> R128 / R128 or R64 / R80; the
+        # default 4 / 3 since session 13)
         ("default segments, occupancy 2 / 2", {"scan_totals_occupancy": 2, "scan_segment_occupancy": 2}),
-        ("default segments, occupancy 4 / 3", {"scan_totals_occupancy": 4, "scan_segment_occupancy": 3}),
+        ("default segments, no occupancy hints", {"scan_totals_occupancy": None, "scan_segment_occupancy": None}),
     ],
     "cumsum 64x1048576 fp32 (chunked carry)": [
         ("chunk 2048, >=264 blocks (~old)", {"scan_chunk_elems": 2048, "scan_min_blocks": 264}),
@@ -204,20 +205,23 @@ VARIANTS = {
         # R255 with an 8-byte frame in the scan kernel), with the default segments and with fewer
         ("chunk 4096, >=1024 blocks, tensor-core blocks", {"scan_mma_rows": True}),
         ("chunk 4096, >=256 blocks, tensor-core blocks", {"scan_mma_rows": True, "scan_min_blocks": 256}),
-        # occupancy hints for the totals / scan passes (session 12: the scan pass ran one block per SM, R255)
+        # occupancy hints for the totals / scan passes (session 12: the scan pass ran one block per SM, R255;
+        # 4 / 3 is the default since session 13: 0.283 -> 0.224 ms)
+        ("chunk 4096, >=1024 blocks, no occupancy hints",
+         {"scan_totals_occupancy": None, "scan_segment_occupancy": None}),
         ("chunk 4096, >=1024 blocks, occupancy 2 / 2",
          {"scan_totals_occupancy": 2, "scan_segment_occupancy": 2}),
-        ("chunk 4096, >=1024 blocks, occupancy 4 / 3",
-         {"scan_totals_occupancy": 4, "scan_segment_occupancy": 3}),
-        ("chunk 4096, >=1024 blocks, occupancy 1 / 2", {"scan_segment_occupancy": 2}),
-        ("chunk 4096, >=2048 blocks, occupancy 4 / 3",
-         {"scan_totals_occupancy": 4, "scan_segment_occupancy": 3, "scan_min_blocks": 2048}),
+        ("chunk 4096, >=1024 blocks, occupancy - / 2", {"scan_totals_occupancy": None, "scan_segment_occupancy": 2}),
     ],
     "cumsum 4096x4096 fp32": [
         ("1 row x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 4096}),
         ("2 rows x 4096 per tile", {"scan_max_single": 4096, "scan_tile_elems": 8192}),
         ("2 chunks of 2048 + carry", {"scan_max_single": 2048, "scan_tile_elems": 2048, "scan_chunk_elems": 2048}),
         ("1 row x 4096 per tile, persistent", {"scan_persistent": True}),
+        # occupancy hints (MEMORY_TUNING["scan_single_occupancy"]; sm_90 R168 -> R127 at 4, R80 with a 16-byte
+        # spill frame at 6)
+        ("1 row x 4096 per tile, occupancy 4", {"scan_single_occupancy": 4}),
+        ("1 row x 4096 per tile, occupancy 6", {"scan_single_occupancy": 6}),
         ("1 row x 4096 per tile, 8 worker warps", {"worker_warps": 8}),
         # 64-wide blocks scanned on tensor cores (tf32 hi + lo), block prefixes after (session 9, scan_mma_rows)
         ("1 row x 4096 per tile, tensor-core blocks", {"scan_mma_rows": True}),

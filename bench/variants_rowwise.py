@@ -77,7 +77,8 @@ VARIANTS = {
     "occ4": {"occupancy": 4},
     # stacked short rows (softmax over 1000 columns) at 6 blocks per SM instead of 4 (session 12, Nsight Compute:
     # 30 % achieved occupancy, stalls on the shared-memory row reductions; sm_90 R64 -> R40, no spills; 8 spills)
-    "occ6stacked": {"occupancy_stacked": 6},
+    "occ6stacked": {"occupancy_stacked": 6},  # the default since session 13 (65536x1000 0.087 -> 0.080 ms)
+    "occ4stacked": {"occupancy_stacked": 4},
     "nohints": {"load_latency": None, "store_tma": None},
     "tmastore": {"store_tma": None},
     "lat3": {"load_latency": 3},
@@ -121,6 +122,8 @@ VARIANTS = {
     # split rows with plain chunk loads (session 11, split_chunk_tma, off; sm_90 layer_norm 2048x65536 R128 with a
     # 112-byte frame and 107 KB shared -> R217, no frame, 1 KB; softmax 2048x131072 R128 / 67 KB -> R224 / 1 KB)
     "split_ldg": {"split_chunk_tma": False},
+    # split rows' segment statistics folded lane-wise, one reduction per statistic (session 13)
+    "lanestats": {"split_lane_stats": True},
     # the blocks of a row wait for its slowest, so 4, 4, 4, 1 chunks keep 13 / 16 of the block time busy: 13
     # blocks of 1 chunk (also at occupancy 4), 5 of 3, 3 of 5, 2 of 7 on 8 warps
     "ssplit4k": {"softmax_split_elems": 4096},
@@ -193,9 +196,9 @@ def variants_for(label: str, family: str) -> list[str]:
     if family in ("softmax", "norm"):
         names += ["tile4k", "tile16k", "expfull"]
     if family == "softmax":
-        names += ["words"]
+        names += ["words", "occ4stacked"]
     if "two-pass" in label:
-        names += ["chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
+        names += ["lanestats", "chunk8k", "longlat", "exp2long", "chunk4k1r", "chunk2k1r", "chunk2k2r", "chunk1k1r"] + (
             ["split16k", "split_ldg", "split16k_ww8", "split8k", "split4k", "resident32k_ww8", "resident16k", "resident16k_ww8", "normchunk4k", "normchunk1k",
              "chunkocc4"]
             if "norm" in label else []) + (
@@ -204,6 +207,8 @@ def variants_for(label: str, family: str) -> list[str]:
             else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8", "split_ldg"] if "131072" in label else []) + (
             ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
              "ssplit28k_ww8"] if "50257" in label else [])
+    if "global pool" in label:
+        names += ["occ4stacked"]
     if "batch_norm" in label:
         names += ["bnunsplit", "bnsplit_checked", "bnhints"]
     if "inner dim" in label:

@@ -136,12 +136,19 @@ MEMORY_TUNING: dict[str, Any] = {
     # loads (latency 4: 0.307), cumsum dim=1 64x4096x64 bf16 0.054 -> 0.120 (correct either way: 48 passed)
     "scan_chunk_tma": None,
     # @ct.kernel(occupancy=...) for the two passes of a segmented scan (None: no hint). Nsight Compute on the H200
-    # (session 12): cumsum 64x1048576's scan pass runs 256-thread blocks at 255 registers, one block per SM
+    # (session 12): cumsum 64x1048576's scan pass ran 256-thread blocks at 255 registers, one block per SM
     # (12.5 % theoretical occupancy, DRAM 41 %). sm_90 with the hints: totals R255 / 149 KB -> R128 / 116 KB
-    # (2) or R64 / 50 KB (4), scan R255 -> R128 (2) or R80 (3), no spills. Compiled and emulated; not yet timed
-    # on a GPU (variants_memory.py "occupancy")
-    "scan_totals_occupancy": None,
-    "scan_segment_occupancy": None,
+    # (2) or R64 / 50 KB (4), scan R255 -> R128 (2) or R80 (3), no spills. H200, session 13, same run, device
+    # time: cumsum 64x1048576 fp32 0.283 ms without hints, 0.227 at 2 / 2, 0.224 at 4 / 3 (0.45 -> 0.57 of a
+    # copy), 0.228 at - / 2, 0.221 at 4 / 3 with >=2048 blocks; cumsum dim=1 64x4096x64 bf16 0.054 either way
+    "scan_totals_occupancy": 4,
+    "scan_segment_occupancy": 3,
+    # the same hint for scans whose lines each take one tile (chunk loops with a carry: sm_90 cumsum 3x10000 fp32
+    # spills 56 bytes at 4, so they keep no hint). sm_90, cumsum
+    # 4096x4096 fp32 (one (1, 4096) tile per row of 128 threads): R168 without a hint, R127 at 4, R80 with a
+    # 16-byte spill frame at 6. H200, session 13, same run, device time: 0.045 ms without, 0.040 at 4 (0.77 ->
+    # 0.86 of a copy), 0.039 at 6
+    "scan_single_occupancy": 4,
     # single-tile scans (rows up to scan_max_single) on the row kernels' persistent grid with their load/store
     # hints (rowwise.Layout.persist). H200, session 11, same run: cumsum 4096x4096 fp32 0.046 -> 0.062 ms
     "scan_persistent": False,

@@ -4,7 +4,10 @@ norm rows and group norm groups split over cooperating blocks (split_rows.py), e
 
 from __future__ import annotations
 
+import contextlib
+
 from .rowwise import TUNING, Kernel
+from .rowwise_values import flit
 from .split_rows import SplitRow, plan
 
 
@@ -24,16 +27,25 @@ def emit_split_row(norm, kern: Kernel) -> tuple[list[str], tuple[int]]:
     names = norm.stat_names()
     split = SplitRow(kern, L, S, "norm", names)
     split.emit_coords()
-    norm.init_stats(k)
+    lanes = bool(TUNING["split_lane_stats"]) and L.valid() is None
+    if not lanes:
+        norm.init_stats(k)
+    elif not norm.rms:  # the segment's count: its chunks in the row
+        full = sum(not split.past_row(i, cps) for i in range(cps))
+        k(f"n = ct.full({L.red_tile}, {flit(full * L.chunk_elems)}, dtype=ct.float32)")
     for i in range(cps):  # the segment's chunks, kept in registers
         c = split.chunk(i, cps)
         t, _, _ = norm.gen.load_tile(c, kern)
         k(f"res{i} = {t}")
-        if split.past_row(i, cps):  # a short last segment's repeat of the row's last chunk: no statistics
-            with k.block(f"if in{i}:"):
+        # a short last segment's repeat of the row's last chunk: no statistics
+        past = split.past_row(i, cps)
+        with k.block(f"if in{i}:") if past else contextlib.nullcontext():
+            if lanes:
+                _fold_lanes(norm, k, i, past)
+            else:
                 norm.accumulate_chunk(kern, c, f"res{i}")
-        else:
-            norm.accumulate_chunk(kern, c, f"res{i}")
+    if lanes:
+        _lane_stats(norm, k, split, cps)
     split.publish()
     live = split.gather()
     zero = f"ct.full({L.red_tile}, 0.0, dtype=ct.float32)"
@@ -50,3 +62,27 @@ def emit_split_row(norm, kern: Kernel) -> tuple[list[str], tuple[int]]:
         ctx = norm.gen.tile_ctx(f"c{i}", kern)
         norm.finish_tile(kern, {norm.parts.main: f"res{i}"}, ctx, f"c{i}", f"res{i}")
     return split.workspace(norm.gen.device), split.grid()
+
+
+def _fold_lanes(norm, k, i: int, past: bool) -> None:
+    """TUNING["split_lane_stats"]: add chunk `i` to the lane-wise sum (of squares, for rms); a slot `past` the
+    row (emitted inside its `if in<i>:`) adds its count too."""
+    term = f"res{i} * res{i}" if norm.rms else f"res{i}"
+    k(f"acc = acc + {term}" if i else f"acc = {term}")
+    if past and not norm.rms:
+        k(f"n = n + {flit(norm.L.chunk_elems)}")
+
+
+def _lane_stats(norm, k, split: SplitRow, cps: int) -> None:
+    """The segment's statistics from the lane-wise sum: the sum of squares, or the mean and then M2 as the sum
+    of squared deviations from it over the chunks in registers (two reductions in all)."""
+    ax = norm.L.axis
+    if norm.rms:
+        k(f"ss = ct.sum(acc, axis={ax}, keepdims=True)")
+        return
+    k(f"mean = ct.sum(acc, axis={ax}, keepdims=True) / n")
+    for i in range(cps):
+        with k.block(f"if in{i}:") if split.past_row(i, cps) else contextlib.nullcontext():
+            k(f"dv = res{i} - mean")
+            k("dd = dd + dv * dv" if i else "dd = dv * dv")
+    k(f"m2 = ct.sum(dd, axis={ax}, keepdims=True)")

@@ -50,7 +50,10 @@ TUNING = {
     # each (bench/variants_rowwise.py --variants default,occ4): softmax 16384x1000 bf16 0.048 -> 0.045 and
     # 0.065 -> 0.045 ms, mean(2,3) 128x512x28x28 fp16 0.060 -> 0.048 and 0.060 -> 0.058; one-row tiles lose
     # (layer_norm 8192^2 fp32 0.212 -> 0.338, argmax(-1) 8192^2 0.057 -> 0.092, log_softmax 8192x4096 0.058 -> 0.074)
-    "occupancy_stacked": 4,
+    # H200, session 13, same run, device time: 6 blocks per SM (sm_90 R64 -> R40, no spills) softmax 16384x1000
+    # bf16 0.028 -> 0.027 ms, 65536x1000 0.087 -> 0.080 (0.74 -> 0.80 of a copy); Nsight Compute on the latter:
+    # 75 % theoretical / 42 % achieved occupancy (4: 50 / 30 %). mean(2,3) pools stack rows too (R64 -> R40)
+    "occupancy_stacked": 6,
     "load_latency": 10,  # latency hint (1..10, None: none) on loads of the main input: deeper prefetch
     "store_tma": False,  # allow_tma on stores of row tiles (None: compiler default); plain stores were faster
     # full-view loads of the main input (and same-shape inputs) with check_bounds=False when the tiles cover the
@@ -185,6 +188,12 @@ TUNING = {
     # fp32 0.606 -> 0.754 (correct either way: 33 passed)
     "split_chunk_tma": None,
     "split_occupancy": 2,  # the occupancy hint of split-row kernels (None: the compiler's; see norm_split_elems)
+    # split rows' segment statistics lane-wise over the chunks held in registers, then one tile reduction per
+    # statistic (softmax: the max and the sum of exponentials; norms: the sum, then the squared deviations from
+    # the segment's mean, or the sum of squares) instead of one or two per chunk. Nsight Compute on the H200
+    # (session 13): layer_norm 2048x65536's split kernel spends 49 % of its stalls at block barriers (8 chunks
+    # x 2 reductions per block). Norm rows whose chunks need a mask keep the per-chunk merge
+    "split_lane_stats": False,
     # at most this many blocks per split row: all of a row's blocks must be resident at once (a block spins until
     # its row's others have published), so rows needing more segments stay two-pass; 32 blocks fit any GPU of 16
     # SMs at split_occupancy 2

@@ -168,6 +168,19 @@ class _Scan:
             k("tot = ct.sum(bt, axis=0, keepdims=True)")
         return ["y"]
 
+    def last_of(self, tile: str, dtype: str) -> str:
+        """The scanned chunk's last position (along the scan axis) as a carry tile. A segmented scan's chunk loop
+        takes it with ct.extract; where each line is one block's chunk loop, the same ct.extract took tileiras /
+        ptxas past 150 s for sm_90 (cumsum 2048x8192 fp32, two chunks of 4096; session 13), so there it is a sum
+        over a one-hot mask of the last position (exact: every other term is zero), 1.1 s."""
+        L = self.L
+        if self.segments > 1:
+            last = "(0, %d)" % (L.BR - 1) if L.kind == "row" else "(0, %d, 0)" % (L.BR - 1)
+            return f"ct.extract({tile}, {last}, shape={L.red_tile})"
+        pos = f"ct.arange({L.BR}, dtype=ct.int32)" + ("[None, :]" if L.kind == "row" else "[None, :, None]")
+        zero = "0.0" if dtype.startswith("ct.float") else "0"
+        return f"ct.sum(ct.where({pos} == {L.BR - 1}, {tile}, {zero}), axis=1, keepdims=True)"
+
     def apply_carry(self, vals: list[str]) -> list[str]:
         k = self.k
         if self.kind == "cumsum":
@@ -265,11 +278,14 @@ class _Scan:
                 if MEMORY_TUNING[key]:
                     kern.options["occupancy"] = int(MEMORY_TUNING[key])
             header = f"for c in range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch})):"
-        elif chunked:
-            k(f"carry = ct.full({L.red_tile}, {_IDENT[self.kind]}, dtype={self.acc})")
-            if self.kind in ("cummax", "cummin"):
-                k(f"carry_i = ct.full({L.red_tile}, -1, dtype=ct.int32)")
-            header = f"for c in range({L.nch}):"
+        else:
+            if MEMORY_TUNING["scan_single_occupancy"] and not chunked:  # each scan line in one tile
+                gen.kernel.options["occupancy"] = int(MEMORY_TUNING["scan_single_occupancy"])
+            if chunked:
+                k(f"carry = ct.full({L.red_tile}, {_IDENT[self.kind]}, dtype={self.acc})")
+                if self.kind in ("cummax", "cummin"):
+                    k(f"carry_i = ct.full({L.red_tile}, -1, dtype=ct.int32)")
+                header = f"for c in range({L.nch}):"
         if self.mma_dtype:  # triangular ones built once per block: upper (row <= column) for rows, else lower
             name, n, op = ("triu", _MMA_W, "<=") if L.kind == "row" else ("tri", L.BR, ">=")
             idx = f"ct.arange({n}, dtype=ct.int32)"
@@ -289,13 +305,12 @@ class _Scan:
         vals = self.scan_tile(t)
         if chunked:
             vals = self.apply_carry(vals)
-            last = "(0, %d)" % (L.BR - 1) if L.kind == "row" else "(0, %d, 0)" % (L.BR - 1)
             if self.mma_dtype and L.kind == "row":
                 k("carry = carry + tot")
             else:
-                k(f"carry = ct.extract({vals[0]}, {last}, shape={L.red_tile})")
+                k(f"carry = {self.last_of(vals[0], self.acc)}")
             if len(vals) > 1:
-                k(f"carry_i = ct.extract({vals[1]}, {last}, shape={L.red_tile})")
+                k(f"carry_i = {self.last_of(vals[1], 'ct.int32')}")
         gen.finish_chunk(env, ctx, chunk, vals)
         if chunked:
             ctx_block.__exit__(None, None, None)

@@ -26,17 +26,28 @@ def emit_split_row(sm, segments: int, cps: int, exp) -> tuple[list[str], tuple[i
     split = SplitRow(kern, L, segments, "softmax", ["m", "l"])
     split.emit_coords()
     ax = L.axis
-    k(f"m = ct.full({L.red_tile}, -math.inf, dtype=ct.float32)")
+    lanes = bool(TUNING["split_lane_stats"])
+    if not lanes:
+        k(f"m = ct.full({L.red_tile}, -math.inf, dtype=ct.float32)")
     stats = []  # per slot: the tile its statistics see (a repeat of the row's last chunk: all -inf)
     for i in range(cps):  # the segment's chunks, kept in registers (padding lanes at -inf)
         xs, _, _ = sm.masked_input(split.chunk(i, cps))
         k(f"res{i} = {xs}")
         stats.append(f"ct.where(in{i}, res{i}, -math.inf)" if split.past_row(i, cps) else f"res{i}")
-        k(f"m = ct.maximum(m, ct.max({stats[i]}, axis={ax}, keepdims=True))")
+        if lanes:  # TUNING["split_lane_stats"]: lane-wise maxima, one reduction after the chunks
+            k(f"ml = ct.maximum(ml, {stats[i]})" if i else f"ml = {stats[i]}")
+        else:
+            k(f"m = ct.maximum(m, ct.max({stats[i]}, axis={ax}, keepdims=True))")
+    if lanes:
+        k(f"m = ct.max(ml, axis={ax}, keepdims=True)")
     k("m_loc = ct.where(m == -math.inf, 0.0, m)")  # a segment of -inf only: its sum is 0 whatever the reference
-    k(f"l = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
-    for i in range(cps):
-        k(f"l = l + ct.sum({exp(f'{stats[i]} - m_loc')}, axis={ax}, keepdims=True)")
+    if lanes:
+        k("ll = " + " + ".join(exp(f"{st} - m_loc") for st in stats))
+        k(f"l = ct.sum(ll, axis={ax}, keepdims=True)")
+    else:
+        k(f"l = ct.full({L.red_tile}, 0.0, dtype=ct.float32)")
+        for i in range(cps):
+            k(f"l = l + ct.sum({exp(f'{stats[i]} - m_loc')}, axis={ax}, keepdims=True)")
     split.publish()
     live = split.gather()
     k(f"mx = ct.full({L.red_tile}, 0.0, dtype=ct.float32) + ct.max(ct.where({live}, a_m, -math.inf))")

@@ -88,23 +88,58 @@ SEGMENTED = {  # rows cut into segments: a totals kernel, then the scan from the
 
 @pytest.mark.parametrize("name", sorted(SEGMENTED))
 def test_segmented_scans_with_occupancy_hints(name, monkeypatch):
-    """MEMORY_TUNING["scan_totals_occupancy"] / ["scan_segment_occupancy"]: the two passes of a segmented scan
-    carry @ct.kernel(occupancy=...) hints, compile for sm_90 without a spill frame (the hints cap registers) and
-    match the reference in the emulator; the default gives no hint."""
+    """MEMORY_TUNING["scan_totals_occupancy"] / ["scan_segment_occupancy"]: by default (4 / 3) the two passes of a
+    segmented scan carry @ct.kernel(occupancy=...) hints and compile for sm_90 without a spill frame (the hints cap
+    registers); None leaves the kernels without a hint; both match the reference in the emulator."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     forward, inputs = SEGMENTED[name]
     spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
-    default = generate_kernel(spec)
-    assert "segments whose totals" in default.notes[0] + default.code and "occupancy" not in default.code
-    monkeypatch.setitem(MEMORY_TUNING, "scan_totals_occupancy", 4)
-    monkeypatch.setitem(MEMORY_TUNING, "scan_segment_occupancy", 3)
     source = generate_kernel(spec)
+    assert "segments whose totals" in source.notes[0] + source.code
     assert "@ct.kernel(occupancy=4)\ndef scan_totals_kernel" in source.code.replace(spec.id, "scan"), source.code
     assert "@ct.kernel(occupancy=3)\ndef scan_kernel" in source.code.replace(spec.id, "scan"), source.code
     for record in trace_launches(source, spec):
         assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0, record.kernel_name
+    monkeypatch.setitem(MEMORY_TUNING, "scan_totals_occupancy", None)
+    monkeypatch.setitem(MEMORY_TUNING, "scan_segment_occupancy", None)
+    plain = generate_kernel(spec)
+    assert "occupancy" not in plain.code, plain.code
+    assert check_emulated(spec, plain).ok
+    result = check_emulated(spec, source)
+    assert result.ok, result.message
+
+
+SINGLE = {  # scans whose lines each take one block: (forward, input, MEMORY_TUNING overrides)
+    "one_tile_rows": ("torch.cumsum(x, -1)", "torch.randn(6, 4096)", {}),
+    "chunked_carry": ("torch.cumsum(x * 0.5, -1)", "torch.randn(3, 10000)", {"scan_min_blocks": 0}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE))
+def test_single_block_scans_with_occupancy_hint(name, monkeypatch):
+    """MEMORY_TUNING["scan_single_occupancy"] (4 by default): a scan whose lines each take one tile carries
+    @ct.kernel(occupancy=...) and None gives no hint; a line's chunk loop with a carry takes no hint (it spills at
+    4). Both compile for sm_90 (the one tile without a spill frame) and match the reference in the emulator. (The
+    chunk loop's carry once took ptxas past 150 s: ScanGen.last_of.)"""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    forward, inputs, overrides = SINGLE[name]
+    for key, value in overrides.items():
+        monkeypatch.setitem(MEMORY_TUNING, key, value)
+    spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
+    source = generate_kernel(spec)
+    assert "segments" not in source.notes[0], source.notes
+    hinted = "@ct.kernel(occupancy=4)\ndef scan_kernel" in source.code.replace(spec.id, "scan")
+    assert hinted == (name == "one_tile_rows"), source.code
+    monkeypatch.setitem(MEMORY_TUNING, "scan_single_occupancy", None)
+    assert "occupancy" not in generate_kernel(spec).code
+    (record,) = trace_launches(source, spec)
+    frame = kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"]
+    assert frame == (0 if hinted else 80)  # (the ragged chunk loop at R255 spills 80 bytes; compiled in ~2 s)
     result = check_emulated(spec, source)
     assert result.ok, result.message

@@ -244,3 +244,63 @@ def test_split_rows_with_plain_chunk_loads(family, init, forward, inputs, monkey
     assert kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"] == 0
     result = check_emulated(spec, source)
     assert result.ok, result.message
+
+
+LANE_CASES = {  # name: (family, init, forward, input, TUNING overrides, per-chunk merge kept)
+    "layer_norm_65536": ("norm", "self.n = nn.LayerNorm(65536)", "self.n(x + 1.0)", "torch.randn(3, 65536)",
+                         {}, False),
+    "rms_norm_weight": ("norm", "self.w = nn.Parameter(torch.randn(16384))", "F.rms_norm(x, (16384,), self.w)",
+                        "torch.randn(4, 16384)", {"norm_split_elems": 8192}, False),
+    # 13 whole chunks of 2048 in 4 segments of 4: the last segment's 3 slots past the row leave its count short
+    "layer_norm_ragged_slots_bf16": ("norm", "self.n = nn.LayerNorm(26624).to(torch.bfloat16)", "self.n(x + 3.0)",
+                                     "torch.randn(2, 26624).to(torch.bfloat16)",
+                                     {"norm_split_elems": 8192, "norm_split_ragged": True}, False),
+    "group_norm_channel_rows": ("norm", "self.g = nn.GroupNorm(2, 16)", "self.g(x)", "torch.randn(1, 16, 64, 64)",
+                                {"norm_split_elems": 8192, "norm_split_groups": True}, False),
+    # ragged columns (20000 = 9 chunks + 1568): the mask keeps the per-chunk merge
+    "layer_norm_masked_columns": ("norm", "self.n = nn.LayerNorm(20000)", "self.n(x)", "torch.randn(3, 20000)",
+                                  {"norm_split_elems": 4096}, True),
+    "softmax_vocab_50257": ("softmax", "", "torch.softmax(x * 3.0, -1)", "torch.randn(3, 50257)", {}, False),
+    "log_softmax_53248_bf16": ("softmax", "", "torch.log_softmax(x, -1)",
+                               "torch.randn(2, 53248).to(torch.bfloat16)", {}, False),
+    "safe_softmax_masked_segments": ("softmax", "self.register_buffer('m', torch.arange(40000) >= 10000)",
+                                     "torch.ops.aten._safe_softmax(x.masked_fill(self.m, float('-inf')), -1)",
+                                     "torch.randn(2, 40000)", {"softmax_split_elems": 8192}, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LANE_CASES))
+def test_split_rows_with_lane_stats(name, monkeypatch):
+    """TUNING["split_lane_stats"]: a split row's segment folds its chunks lane-wise and reduces once per statistic
+    (softmax: one max and one sum; norms: the sum, then the squared deviations from the segment's mean, or one sum
+    of squares), a short last segment counting only its own chunks; norm rows with masked columns keep the
+    per-chunk merge. Compiled for sm_90 without new spills and matched in the emulator with waiting blocks."""
+    from tilestudio.core.kernels import generate_kernel, norm, rowwise
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    family, init, forward, inputs, overrides, per_chunk = LANE_CASES[name]
+    monkeypatch.setattr(norm, "NUM_SM", 1)  # (the channel-row group layout wants a grid of NUM_SM groups)
+    monkeypatch.setattr(rowwise, "NUM_SM", 1)
+    for key, value in overrides.items():
+        monkeypatch.setitem(TUNING, key, value)
+    spec = snippet_spec(module_model(init, forward, "x"), f"[{inputs}]", family)
+    before = generate_kernel(spec).code
+    monkeypatch.setitem(TUNING, "split_lane_stats", True)
+    source = generate_kernel(spec)
+    assert "read once" in source.notes[0], source.notes
+    code = source.code
+    stats = code[:code.index("ct.atomic_xchg")]  # the segment's statistics, before publishing
+    reductions = stats.count("ct.sum(") + stats.count("ct.max(")
+    if per_chunk:
+        assert code == before and "cmean" in code
+    else:
+        assert code != before and reductions == (1 if "rms" in name else 2), stats
+        assert "res1 * res1" in stats if "rms" in name else "acc = acc + res1" in stats or "ml = ct.maximum" in stats
+    (record,) = trace_launches(source, spec)
+    frame = kernel_resources(compile_cubin(record, "sm_90", specialize=True))["frame"]
+    assert frame == (112 if name == "layer_norm_65536" else 0)  # (65536: the TMA form's frame, as without lanes)
+    segments = int(source.notes[0].split("read once: ")[1].split(" blocks")[0])
+    monkeypatch.setattr(emu, "CONCURRENT_BLOCKS", segments + 2)
+    result = check_emulated(spec, source)
+    assert result.ok, result.message

@@ -32,12 +32,28 @@ CASES = [  # name, family, init, forward, input shape, dtype, elements per block
     # TUNING["norm_split_ragged"]: group norm groups of 7 chunks in 2 segments of 4, the last short
     ("ragged_group_norm_silu", "norm", "self.g = nn.GroupNorm(32, 256).half()", "F.silu(self.g(x))",
      (32, 256, 56, 56), "float16", 16384),
+    # 13 whole chunks of 2048 in 4 segments of 4 (the last: 1 chunk, 3 repeats), rows off zero mean
+    ("ragged_layer_norm_offset_bf16", "norm", "self.n = nn.LayerNorm(26624).to(torch.bfloat16)", "self.n(x + 3.0)",
+     (1024, 26624), "bfloat16", 8192),
 ]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("name,family,init,forward,shape,dtype,elems", CASES, ids=[c[0] for c in CASES])
 def test_split_rows_on_gpu(name, family, init, forward, shape, dtype, elems, seed, monkeypatch):
+    _check(name, family, init, forward, shape, dtype, elems, seed, monkeypatch)
+
+
+@pytest.mark.parametrize("name,family,init,forward,shape,dtype,elems", CASES, ids=[c[0] for c in CASES])
+def test_split_rows_with_lane_stats_on_gpu(name, family, init, forward, shape, dtype, elems, monkeypatch):
+    """TUNING["split_lane_stats"]: the segments' statistics folded lane-wise, one reduction per statistic."""
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    monkeypatch.setitem(TUNING, "split_lane_stats", True)
+    _check(name, family, init, forward, shape, dtype, elems, 3, monkeypatch)
+
+
+def _check(name, family, init, forward, shape, dtype, elems, seed, monkeypatch):
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.checking import check_kernel
     from tilestudio.core.kernels.rowwise import TUNING
