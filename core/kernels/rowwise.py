@@ -192,7 +192,9 @@ TUNING = {
     # statistic (softmax: the max and the sum of exponentials; norms: the sum, then the squared deviations from
     # the segment's mean, or the sum of squares) instead of one or two per chunk. Nsight Compute on the H200
     # (session 13): layer_norm 2048x65536's split kernel spends 49 % of its stalls at block barriers (8 chunks
-    # x 2 reductions per block). Norm rows whose chunks need a mask keep the per-chunk merge
+    # x 2 reductions per block). Norm rows whose chunks need a mask keep the per-chunk merge. Correct on the GPU
+    # (test_split_rows_gpu.py: 52 passed) but not faster: H200, session 13, same run, device time: layer_norm
+    # 2048x65536 fp32 0.369 -> 0.404 ms, softmax 2048x131072 fp32 0.599 -> 0.597, 4096x50257 0.705 -> 0.730
     "split_lane_stats": False,
     # at most this many blocks per split row: all of a row's blocks must be resident at once (a block spins until
     # its row's others have published), so rows needing more segments stay two-pass; 32 blocks fit any GPU of 16
