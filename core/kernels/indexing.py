@@ -144,10 +144,9 @@ MEMORY_TUNING: dict[str, Any] = {
     "scan_totals_occupancy": 4,
     "scan_segment_occupancy": 3,
     # the same hint for scans whose lines each take one tile (chunk loops with a carry: sm_90 cumsum 3x10000 fp32
-    # spills 56 bytes at 4, so they keep no hint). sm_90, cumsum
-    # 4096x4096 fp32 (one (1, 4096) tile per row of 128 threads): R168 without a hint, R127 at 4, R80 with a
-    # 16-byte spill frame at 6. H200, session 13, same run, device time: 0.045 ms without, 0.040 at 4 (0.77 ->
-    # 0.86 of a copy), 0.039 at 6
+    # spills 56 bytes at 4, so they keep no hint). sm_90, cumsum 4096x4096 fp32 (one (1, 4096) tile per row of
+    # 128 threads): R168 without a hint, R127 at 4, R80 with a 16-byte spill frame at 6. H200, session 13, same
+    # run, device time: 0.045 ms without, 0.040 at 4 (0.77 -> 0.86 of a copy), 0.039 at 6
     "scan_single_occupancy": 4,
     # single-tile scans (rows up to scan_max_single) on the row kernels' persistent grid with their load/store
     # hints (rowwise.Layout.persist). H200, session 11, same run: cumsum 4096x4096 fp32 0.046 -> 0.062 ms

@@ -278,14 +278,13 @@ class _Scan:
                 if MEMORY_TUNING[key]:
                     kern.options["occupancy"] = int(MEMORY_TUNING[key])
             header = f"for c in range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch})):"
-        else:
-            if MEMORY_TUNING["scan_single_occupancy"] and not chunked:  # each scan line in one tile
-                gen.kernel.options["occupancy"] = int(MEMORY_TUNING["scan_single_occupancy"])
-            if chunked:
-                k(f"carry = ct.full({L.red_tile}, {_IDENT[self.kind]}, dtype={self.acc})")
-                if self.kind in ("cummax", "cummin"):
-                    k(f"carry_i = ct.full({L.red_tile}, -1, dtype=ct.int32)")
-                header = f"for c in range({L.nch}):"
+        elif chunked:
+            k(f"carry = ct.full({L.red_tile}, {_IDENT[self.kind]}, dtype={self.acc})")
+            if self.kind in ("cummax", "cummin"):
+                k(f"carry_i = ct.full({L.red_tile}, -1, dtype=ct.int32)")
+            header = f"for c in range({L.nch}):"
+        elif MEMORY_TUNING["scan_single_occupancy"]:  # each scan line in one tile
+            gen.kernel.options["occupancy"] = int(MEMORY_TUNING["scan_single_occupancy"])
         if self.mma_dtype:  # triangular ones built once per block: upper (row <= column) for rows, else lower
             name, n, op = ("triu", _MMA_W, "<=") if L.kind == "row" else ("tri", L.BR, ">=")
             idx = f"ct.arange({n}, dtype=ct.int32)"
