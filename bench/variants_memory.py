@@ -31,6 +31,38 @@ def _shifted(inner: str, outputs: int, rows: int, cols: int) -> tuple[str, dict]
              "pool_overlap_outputs": outputs, "pool_overlap_rows": rows, "pool_overlap_cols": cols})
 
 
+# the one-pass look-back cumsum with chunk-major tickets and 8-word walks (session 14)
+LOOKBACK_CM = {"scan_lookback": True, "scan_lookback_chunk_major": True, "scan_lookback_window": 8}
+
+
+def _lookback_forms() -> list[tuple[str, dict]]:
+    plain = dict(LOOKBACK_CM, scan_lookback_window=1, scan_chunk_tma=False, scan_lookback_store_tma=False)
+    forms = [(4096, 4, True, False), (4096, 4, False, True), (4096, 4, True, True),
+             (4096, 6, True, True), (2048, 8, True, True), (8192, 3, True, True), (4096, 6, True, False),
+             (2048, 8, True, False)]
+    out = []
+    for chunk, occ, plain_io, early in forms:
+        knobs = dict(plain if plain_io else dict(LOOKBACK_CM, scan_lookback_window=1), scan_chunk_elems=chunk,
+                     scan_lookback_occupancy=occ, scan_lookback_early_total=early)
+        name = (f"one pass, chunk {chunk}, chunk-major, occupancy {occ}" + (", plain loads+stores" if plain_io else "")
+                + (", early total" if early else "") + " (lookback)")
+        out.append((name, knobs))
+    return out
+
+
+def _fused_forms(forms) -> list[tuple[str, dict]]:
+    """Segmented cumsums in one kernel (session 14, scan_fused_segments): (chunks per segment, occupancy, plain
+    loads and stores)."""
+    out = []
+    for cps, occ, plain_io in forms:
+        knobs = {"scan_fused_segments": cps, "scan_fused_occupancy": occ}
+        if plain_io:
+            knobs.update(scan_chunk_tma=False, scan_lookback_store_tma=False)
+        out.append((f"fused segments of {cps} chunks, occupancy {occ}" + (", plain loads+stores" if plain_io else ""),
+                    knobs))
+    return out
+
+
 # case label (as in bench/kernels.py) → list of (variant name, MEMORY_TUNING overrides)
 VARIANTS = {
     "gelu bf16 64M": [
@@ -167,6 +199,15 @@ VARIANTS = {
         ("one pass, chunk 4096 (lookback)", {"scan_lookback": True}),
         ("one pass, chunk 2048 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 2048}),
         ("one pass, chunk 8192 (lookback)", {"scan_lookback": True, "scan_chunk_elems": 8192}),
+        # session 14: chunk-major tickets, 8-word walks (sm_90: R168 S66920; occupancy 3 / 2)
+        ("one pass, chunk 4096, chunk-major, window 8 (lookback)", LOOKBACK_CM),
+        ("one pass, chunk 4096, chunk-major, window 8, occupancy 3 (lookback)",
+         dict(LOOKBACK_CM, scan_lookback_occupancy=3)),
+        ("one pass, chunk 2048, chunk-major, window 8, occupancy 4 (lookback)",
+         dict(LOOKBACK_CM, scan_chunk_elems=2048, scan_lookback_occupancy=4)),
+        ("one pass, chunk 8192, chunk-major, window 8, occupancy 2 (lookback)",
+         dict(LOOKBACK_CM, scan_chunk_elems=8192, scan_lookback_occupancy=2)),
+        *_fused_forms([(4, 4, False), (2, 4, False), (8, 4, False), (16, 4, False), (4, 3, False), (4, 4, True)]),
         ("bi 64, chunk 8192, >=1024 blocks", {"scan_col_bi": 64, "scan_chunk_elems": 8192,
                                               "scan_col_min_blocks": 1024}),
         ("bi 64, >=512 blocks, load latency 10", {"scan_latency": 10}),
@@ -198,6 +239,41 @@ VARIANTS = {
         ("one pass, chunk 4096 (all earlier totals)", {"scan_lookback": True, "scan_lookback_all": True}),
         ("one pass, chunk 8192 (all earlier totals)", {"scan_lookback": True, "scan_lookback_all": True,
                                                        "scan_chunk_elems": 8192}),
+        # session 14: tickets chunk-major across rows (a few chunks of every row in flight, not all of a few
+        # rows) and walks reading 8 status words per round trip, with occupancy hints (sm_90: R255 -> R64 at 4)
+        ("one pass, chunk 4096, chunk-major, window 8 (lookback)", LOOKBACK_CM),
+        ("one pass, chunk 4096, chunk-major, window 8, occupancy 4 (lookback)",
+         dict(LOOKBACK_CM, scan_lookback_occupancy=4)),
+        ("one pass, chunk 4096, chunk-major, occupancy 4 (lookback)",
+         dict(LOOKBACK_CM, scan_lookback_window=1, scan_lookback_occupancy=4)),
+        ("one pass, chunk 4096, window 8, occupancy 4 (lookback)",
+         dict(LOOKBACK_CM, scan_lookback_chunk_major=False, scan_lookback_occupancy=4)),
+        ("one pass, chunk 8192, chunk-major, window 8, occupancy 2 (lookback)",
+         dict(LOOKBACK_CM, scan_chunk_elems=8192, scan_lookback_occupancy=2)),
+        ("one pass, chunk 2048, chunk-major, window 16, occupancy 6 (lookback)",
+         dict(LOOKBACK_CM, scan_chunk_elems=2048, scan_lookback_window=16, scan_lookback_occupancy=6)),
+        # the walk one word at a time (0.191 ms above, window 8 0.201): occupancy, chunk and load forms around it
+        # (sm_90: plain loads R64 S42064 at 4; chunk 2048 at 8 R32 F56; chunk 8192 plain loads at 3 R80 F64)
+        ("one pass, chunk 4096, chunk-major, window 2, occupancy 4 (lookback)",
+         dict(LOOKBACK_CM, scan_lookback_window=2, scan_lookback_occupancy=4)),
+        ("one pass, chunk 4096, chunk-major, occupancy 4, plain loads (lookback)",
+         dict(LOOKBACK_CM, scan_lookback_window=1, scan_lookback_occupancy=4, scan_chunk_tma=False)),
+        ("one pass, chunk 4096, chunk-major, occupancy 5, plain loads (lookback)",
+         dict(LOOKBACK_CM, scan_lookback_window=1, scan_lookback_occupancy=5, scan_chunk_tma=False)),
+        ("one pass, chunk 2048, chunk-major, occupancy 6 (lookback)",
+         dict(LOOKBACK_CM, scan_chunk_elems=2048, scan_lookback_window=1, scan_lookback_occupancy=6)),
+        ("one pass, chunk 2048, chunk-major, occupancy 8 (lookback)",
+         dict(LOOKBACK_CM, scan_chunk_elems=2048, scan_lookback_window=1, scan_lookback_occupancy=8)),
+        ("one pass, chunk 8192, chunk-major, occupancy 2 (lookback)",
+         dict(LOOKBACK_CM, scan_chunk_elems=8192, scan_lookback_window=1, scan_lookback_occupancy=2)),
+        ("one pass, chunk 8192, chunk-major, occupancy 3, plain loads (lookback)",
+         dict(LOOKBACK_CM, scan_chunk_elems=8192, scan_lookback_window=1, scan_lookback_occupancy=3,
+              scan_chunk_tma=False)),
+        # plain loads and stores (no TMA staging, no producer warps: sm_90 chunk 4096 S25600, R128 at 4, R80 F16 at
+        # 6; chunk 2048 at 8 R64 F0; chunk 8192 at 3 R168 F0) and the total published before the chunk's scan
+        *_lookback_forms(),
+        *_fused_forms([(4, 4, False), (2, 4, False), (8, 4, False), (4, 3, False), (4, 6, False), (4, 4, True),
+                       (8, 4, True)]),
         ("one pass, chunk 8192, 8 worker warps (all earlier totals)", {"scan_lookback": True,
                                                                        "scan_lookback_all": True,
                                                                        "scan_chunk_elems": 8192, "worker_warps": 8}),

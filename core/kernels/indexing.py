@@ -182,6 +182,19 @@ MEMORY_TUNING: dict[str, Any] = {
     # chunks of 4096 / 8192 / 8192 on 8 warps 0.527 / 0.401 / 0.391
     "scan_lookback_all": False,
     "scan_lookback_all_max": 512,
+    # the look-back's tickets chunk-major (a block per chunk c of every scan line before any chunk c + 1) instead
+    # of line by line, so the blocks in flight hold a few chunks of each line; and its walk reading
+    # scan_lookback_window status words per round trip (1: one word, the walk above)
+    "scan_lookback_chunk_major": False,
+    "scan_lookback_window": 1,
+    "scan_lookback_occupancy": None,  # an occupancy hint for the look-back kernel (None: none)
+    "scan_lookback_store_tma": None,  # allow_tma on the look-back kernels' chunk stores (None: compiler's, TMA)
+    "scan_lookback_early_total": False,  # publish the chunk total (and walk back) before scanning the chunk
+    # segmented float cumsums in one kernel: segments of this many chunks (0: two kernels, totals then scan),
+    # each block reducing its segment, taking the earlier segments' total by look-back, then scanning the
+    # segment (its loads hit L2); scan_fused_occupancy: the kernel's occupancy hint
+    "scan_fused_segments": 0,
+    "scan_fused_occupancy": None,
     # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile
     # H200, cross_entropy 4096x65536 bf16: 1024 x 4 rows 0.231 ms, 2048 x 2 0.246, 4096 x 1 row 0.198 (eager 0.452)
     "ce_cols": 4096,

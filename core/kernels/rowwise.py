@@ -266,6 +266,7 @@ class Layout:
     latency: int | None = None  # a load latency hint of the kernel's own (scans), whatever the hints above
     chunk_tma: bool | None = None  # allow_tma of the chunk loads of its own (scans, split rows), else TUNING's
     long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
+    store_tma: bool | None = None  # allow_tma on its row-tile stores (the look-back scan's), whatever the hints
 
     def persist(self, kernel: "Kernel | None" = None, passes: int = 1, allow: bool = True) -> "Layout":
         """Make a row-layout kernel persistent (per TUNING, and `allow`) when it has more row tiles than one full
@@ -304,6 +305,8 @@ class Layout:
 
     @property
     def store_hint(self) -> str:
+        if self.store_tma is not None:
+            return f", allow_tma={bool(self.store_tma)}"
         return store_hint() if self.hints else ""
 
     @property

@@ -79,7 +79,13 @@ def generate(spec: KernelSpec) -> KernelSource:
         cap = min(pow2_floor(layout.nch // 2), int(MEMORY_TUNING["scan_max_segments"]))
         while layout.blocks() * segments < target and segments * 2 <= cap:
             segments *= 2
+    fused_cps = int(MEMORY_TUNING["scan_fused_segments"] or 0)
+    fused = (fused_cps > 0 and kind == "cumsum" and acc == "ct.float32" and not parts.prologue
+             and layout.BO == 1 and layout.nch >= 2 * fused_cps)
+    if fused:  # segments of scan_fused_segments chunks, whatever the block count
+        segments = cdiv(layout.nch, fused_cps)
     scan = _Scan(gen, kind, acc, segments if segments >= 2 else 1)
+    scan.fused = fused
     if mma:
         scan.mma_dtype = CT_DTYPES[in_dtype]
     if (MEMORY_TUNING["scan_mma_rows"] and kind == "cumsum" and acc == "ct.float32" and layout.kind == "row"
@@ -90,11 +96,15 @@ def generate(spec: KernelSpec) -> KernelSource:
     doc = (f"{', '.join(spec.operations)}: {kind} along dim {dims} of {shape} as {layout.kind} "
            f"{layout.view_shape}, tile {layout.tile}"
            + ("" if layout.nch == 1 else f", {layout.nch} chunks with a carry")
-           + (f", rows cut in {scan.segments} segments whose totals are scanned first" if scan.segments > 1 else "")
+           + (f", rows cut in {scan.segments} segments of {scan.cps} chunks in one kernel, each starting from the "
+              "earlier segments' total by decoupled look-back (segment-major tickets)" if scan.fused else
+              f", rows cut in {scan.segments} segments whose totals are scanned first" if scan.segments > 1 else "")
            + ((", each chunk scanned on tensor cores (lower-triangular ones @ chunk)" if layout.kind == "col" else
                f", each {_MMA_W}-wide block scanned on tensor cores (block @ upper-triangular ones"
                + (", tf32 hi + lo" if scan.mma_dtype == "ct.tfloat32" else "") + "), then block prefixes")
               if scan.mma_dtype else ""))
+    if scan.fused:
+        return gen.finish(doc, grid=scan.grid, extra_lines=scan.ws_lines)
     if scan.segments > 1:
         return gen.finish(doc, grid=layout.grid() + (scan.segments,), before=[scan.totals],
                           extra_lines=scan.ws_lines)
@@ -116,6 +126,8 @@ class _Scan:
         self.totals = None
         self.ws_lines: list[str] = []
         self.mma_dtype: str | None = None  # cumsum chunks as tri @ x on tensor cores (MEMORY_TUNING["scan_mma"])
+        self.fused = False  # segments in one kernel, prefixes by look-back (MEMORY_TUNING["scan_fused_segments"])
+        self.grid: tuple[int, ...] | None = None
 
     def arg_combine(self) -> str:
         """The (value, index) combine of cummax/cummin: lexicographic max/min of (value, index) (associative;
@@ -172,9 +184,10 @@ class _Scan:
         """The scanned chunk's last position (along the scan axis) as a carry tile. A segmented scan's chunk loop
         takes it with ct.extract; where each line is one block's chunk loop, the same ct.extract took tileiras /
         ptxas past 150 s for sm_90 (cumsum 2048x8192 fp32, two chunks of 4096; session 13), so there it is a sum
-        over a one-hot mask of the last position (exact: every other term is zero), 1.1 s."""
+        over a one-hot mask of the last position (exact: every other term is zero), 1.1 s. Fused segments
+        (one kernel) take the sum too: with plain loads their ct.extract form also ran past 10 minutes."""
         L = self.L
-        if self.segments > 1:
+        if self.segments > 1 and not self.fused:
             last = "(0, %d)" % (L.BR - 1) if L.kind == "row" else "(0, %d, 0)" % (L.BR - 1)
             return f"ct.extract({tile}, {last}, shape={L.red_tile})"
         pos = f"ct.arange({L.BR}, dtype=ct.int32)" + ("[None, :]" if L.kind == "row" else "[None, :, None]")
@@ -199,11 +212,53 @@ class _Scan:
 
     def emit_totals(self) -> None:
         """Kernel one of a segmented scan: each (row block, segment) reduces its chunks to one total."""
-        gen, L, kind = self.gen, self.L, self.kind
+        gen, L = self.gen, self.L
         kern = Kernel(f"{gen.spec.id}_totals_kernel")
         k = kern.body
         L.emit_block_coords(k)
         k(f"seg = ct.bid({1 if L.kind == 'row' else 2})")
+        self.emit_segment_total(kern)
+        S = self.segments
+        dt = {"ct.float32": "float32", "ct.int64": "int64"}[self.acc]
+        self.ws_lines = [f"seg_totals = torch.empty(({S}, {L.O}, {L.I}), dtype=torch.{dt}, "
+                         f"device={gen.device}.device)"]
+        ws = kern.tensor("ws", "seg_totals")
+        if L.kind == "row":
+            k(f"ct.store({ws}, index=(seg, pid, 0), tile=ct.reshape(total, (1, {L.BO}, 1)))")
+        else:
+            k(f"ct.store({ws}, index=(seg, pid, pid_i), tile=ct.reshape(total, (1, {L.BO}, {L.BI})))")
+        self.totals = (kern, L.grid() + (S,), f"{', '.join(gen.spec.operations)}: per-segment totals of "
+                       f"{self.kind} (segments of {self.cps} chunks)")
+
+    def emit_fused_offset(self) -> None:
+        """A segmented cumsum in one kernel (MEMORY_TUNING["scan_fused_segments"]): blocks take (scan line,
+        segment) pairs in segment-major ticket order, reduce their segment to its total, get the combined total
+        of the earlier segments by _LookBack's decoupled look-back over per-segment status words, and carry it
+        into the segment's scan, whose chunk loads re-read what the totals loop just brought into L2."""
+        gen, L, k = self.gen, self.L, self.k
+        look = _LookBack(gen)
+        if MEMORY_TUNING["scan_lookback_store_tma"] is not None:
+            L.store_tma = bool(MEMORY_TUNING["scan_lookback_store_tma"])
+        S = self.segments
+        counter = gen.kernel.tensor("scan_ticket", "scan_ticket")
+        status = gen.kernel.tensor("scan_status", "scan_status")
+        look.emit_coords(k, counter, idx="seg", count=S, major=True)
+        self.emit_segment_total(gen.kernel)
+        k("agg = ct.reshape(total, (" + (f"{L.BI},))" if look.col else "))"))
+        prefix = look.emit_look_back(k, status, "seg")
+        if look.col:
+            k(f"carry = {prefix}")
+        else:
+            k(f"carry = ct.full((1, 1), 0.0, dtype=ct.float32) + {prefix}")
+        dev = f"{gen.device}.device"
+        words = f"({L.O}, {S}, {cdiv(L.I, L.BI) * L.BI})" if look.col else f"({L.O}, {S})"
+        self.ws_lines = [f"scan_ticket = torch.zeros((1,), dtype=torch.int32, device={dev})",
+                         f"scan_status = torch.zeros({words}, dtype=torch.int64, device={dev})"]
+        self.grid = (L.O * (cdiv(L.I, L.BI) if look.col else 1) * S,)
+
+    def emit_segment_total(self, kern: Kernel) -> None:
+        """`total`: the segment's chunks (seg * cps ..) of the block's tile reduced along the scanned axis."""
+        gen, L, kind, k = self.gen, self.L, self.kind, kern.body
         k(f"acc = ct.full({L.tile}, {_IDENT[kind]}, dtype={self.acc})")
         with k.block(f"for c in range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch})):"):
             L.emit_chunk_coords(k, "c")
@@ -228,17 +283,6 @@ class _Scan:
             k(f"top = ct.max(acc, axis={ax}, keepdims=True)")
             k("top_ref = ct.where(top == -math.inf, 0.0, top)")
             k(f"total = top_ref + ct.log(ct.sum(ct.exp(acc - top_ref), axis={ax}, keepdims=True))")
-        S = self.segments
-        dt = {"ct.float32": "float32", "ct.int64": "int64"}[self.acc]
-        self.ws_lines = [f"seg_totals = torch.empty(({S}, {L.O}, {L.I}), dtype=torch.{dt}, "
-                         f"device={gen.device}.device)"]
-        ws = kern.tensor("ws", "seg_totals")
-        if L.kind == "row":
-            k(f"ct.store({ws}, index=(seg, pid, 0), tile=ct.reshape(total, (1, {L.BO}, 1)))")
-        else:
-            k(f"ct.store({ws}, index=(seg, pid, pid_i), tile=ct.reshape(total, (1, {L.BO}, {L.BI})))")
-        self.totals = (kern, L.grid() + (S,), f"{', '.join(gen.spec.operations)}: per-segment totals of "
-                       f"{self.kind} (segments of {self.cps} chunks)")
 
     def emit_offset(self) -> None:
         """Kernel two of a segmented scan starts from the combined totals of the earlier segments."""
@@ -268,9 +312,15 @@ class _Scan:
 
     def emit(self) -> None:
         k, L, gen = self.k, self.L, self.gen
-        L.emit_block_coords(k)
+        if not self.fused:
+            L.emit_block_coords(k)
         chunked = L.nch > 1
-        if self.segments > 1:
+        if self.segments > 1 and self.fused:
+            self.emit_fused_offset()
+            if MEMORY_TUNING["scan_fused_occupancy"]:
+                gen.kernel.options["occupancy"] = int(MEMORY_TUNING["scan_fused_occupancy"])
+            header = f"for c in range(seg * {self.cps}, min(seg * {self.cps} + {self.cps}, {L.nch})):"
+        elif self.segments > 1:
             self.emit_totals()
             self.emit_offset()
             # occupancy hints for both passes (MEMORY_TUNING["scan_totals_occupancy"] / ["scan_segment_occupancy"])
@@ -334,58 +384,75 @@ class _LookBack:
         # rows: read all earlier totals at once instead of walking back (MEMORY_TUNING["scan_lookback_all"])
         self.read_all = (not self.col and bool(MEMORY_TUNING["scan_lookback_all"])
                          and gen.L.nch <= int(MEMORY_TUNING["scan_lookback_all_max"]))
+        self.chunk_major = bool(MEMORY_TUNING["scan_lookback_chunk_major"])
+        # status words read per round trip of the walk (1: one at a time)
+        self.window = min(pow2_floor(max(1, int(MEMORY_TUNING["scan_lookback_window"]))), pow2_at_least(gen.L.nch))
 
-    def emit_coords(self, k, counter: str) -> None:
-        L, nch = self.L, self.L.nch
+    def emit_coords(self, k, counter: str, idx: str = "c", count: int | None = None,
+                    major: bool | None = None) -> None:
+        """Block coordinates from an atomic ticket: the scan line and its piece `idx` (of `count`, the chunks by
+        default); `major`: tickets piece-major across scan lines (default MEMORY_TUNING's chunk_major)."""
+        L, nch = self.L, self.L.nch if count is None else count
         k(f"tid = ct.atomic_add({counter}, 0, 1, {RELAXED})")
-        k(f"c = tid % {nch}")
+        ni = cdiv(L.I, L.BI) if self.col else 1
+        if self.chunk_major if major is None else major:
+            # consecutive tickets go to different scan lines: a line's chunk c starts `lines` tickets after its
+            # chunk c - 1, so the blocks running at once hold a few chunks of every line, not all of a few lines
+            lines = L.O * ni
+            k(f"{idx} = tid // {lines}")
+            k(f"line = tid % {lines}")
+            pid_i, pid = (f"line % {ni}", f"line // {ni}") if self.col else ("", "line")
+        else:
+            k(f"{idx} = tid % {nch}")
+            pid_i, pid = f"(tid // {nch}) % {ni}", f"tid // {nch * ni}"
         if self.col:
-            ni = cdiv(L.I, L.BI)
-            k(f"pid_i = (tid // {nch}) % {ni}" if ni > 1 else "pid_i = 0")
-            k(f"pid = tid // {nch * ni}")
+            k(f"pid_i = {pid_i}" if ni > 1 else "pid_i = 0")
+            k(f"pid = {pid}")
             k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None, None]")
             k(f"inner = pid_i * {L.BI} + ct.arange({L.BI}, dtype=ct.int32)[None, None, :]")
             k(f"lane = pid_i * {L.BI} + ct.arange({L.BI}, dtype=ct.int32)")
         else:
-            k(f"pid = tid // {nch}")
+            k(f"pid = {pid}")
             k("rows = pid + ct.arange(1, dtype=ct.int32)[:, None]")
 
-    def emit_look_back(self, k, status: str) -> str:
+    def emit_look_back(self, k, status: str, i: str = "c") -> str:
         """Publish the chunk total, walk back, publish the running prefix; returns the prefix to add to y."""
         L, rel = self.L, RELAXED
         val = word_value("w")
-        first = "ct.where(c == 0, 2, 1).astype(ct.int64)"
+        first = f"ct.where({i} == 0, 2, 1).astype(ct.int64)"
         if self.read_all:
             # every earlier chunk's total at once: lanes j < c of one vector read (lanes past the row re-read its
             # last chunk, masked), repeated until all of them carry a flag
             nch = L.nch
             sp = pow2_at_least(nch)
-            k(f"ct.atomic_xchg({status}, (pid, c), {flag_word('1', 'agg')}, {rel})")
+            k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word('1', 'agg')}, {rel})")
             k(f"sidx = ct.arange({sp}, dtype=ct.int32)")
-            k("early = sidx < c")
+            k(f"early = sidx < {i}")
             lanes = "sidx" if sp == nch else f"ct.minimum(sidx, {nch - 1})"
             k(f"w = ct.atomic_add({status}, (pid, {lanes}), 0, {rel})")
             with k.block(f"while ct.min(ct.where(early, w, {FLAGGED})) < {FLAGGED}:"):
                 k(f"w = ct.atomic_add({status}, (pid, {lanes}), 0, {rel})")
             k(f"prefix = ct.sum(ct.where(early, {val}, 0.0))")
             return "prefix"
+        if self.window > 1:
+            return self.emit_window_walk(k, status, first, i)
         if not self.col:
-            k(f"ct.atomic_xchg({status}, (pid, c), {flag_word(first, 'agg')}, {rel})")
+            k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word(first, 'agg')}, {rel})")
             k("prefix = ct.full((), 0.0, dtype=ct.float32)")
-            k("j = c - 1")
+            k(f"j = {i} - 1")
             with k.block("while j >= 0:"):
                 k(f"w = ct.atomic_add({status}, (pid, j), 0, {rel})")
                 k("flag = w >> 32")
                 k("ready = flag != 0")
                 k(f"prefix = prefix + ct.where(ready, {val}, 0.0)")
                 k("j = ct.where(flag == 2, -1, ct.where(ready, j - 1, j))")
-            with k.block("if c > 0:"):
-                k(f"ct.atomic_xchg({status}, (pid, c), {flag_word('2', 'prefix + agg')}, {rel})")
+            with k.block(f"if {i} > 0:"):
+                k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word('2', 'prefix + agg')}, {rel})")
             return "prefix"
         BI = L.BI
-        k(f"ct.atomic_xchg({status}, (pid, c, lane), {flag_word(first, 'agg')}, {rel})")
+        k(f"ct.atomic_xchg({status}, (pid, {i}, lane), {flag_word(first, 'agg')}, {rel})")
         k(f"prefix = ct.full(({BI},), 0.0, dtype=ct.float32)")
-        k(f"j = ct.full(({BI},), 0, dtype=ct.int32) + (c - 1)")
+        k(f"j = ct.full(({BI},), 0, dtype=ct.int32) + ({i} - 1)")
         with k.block("while ct.max(j) >= 0:"):  # lanes done (j = -1) re-read chunk 0 harmlessly
             k(f"w = ct.atomic_add({status}, (pid, ct.maximum(j, 0), lane), 0, {rel})")
             k("flag = w >> 32")
@@ -393,22 +460,73 @@ class _LookBack:
             k("ready = (flag != 0) & active")
             k(f"prefix = prefix + ct.where(ready, {val}, 0.0)")
             k("j = ct.where(active, ct.where(flag == 2, -1, ct.where(ready, j - 1, j)), j)")
-        with k.block("if c > 0:"):
-            k(f"ct.atomic_xchg({status}, (pid, c, lane), {flag_word('2', 'prefix + agg')}, {rel})")
+        with k.block(f"if {i} > 0:"):
+            k(f"ct.atomic_xchg({status}, (pid, {i}, lane), {flag_word('2', 'prefix + agg')}, {rel})")
         return f"ct.reshape(prefix, (1, 1, {BI}))"
+
+    def emit_window_walk(self, k, status: str, first: str, i: str = "c") -> str:
+        """The walk back `window` status words per round trip: the words j, j-1, .. j-W+1 of the line are read in
+        one vector of atomic reads; when every word up to the nearest running prefix (flag 2) in the window is
+        published, their values are added and the walk ends at that prefix or moves a whole window back; else the
+        same window is read again. A middle-dim scan does this per lane (a (W, BI) window)."""
+        rel, W, val = RELAXED, self.window, word_value("w")
+        if self.col:
+            BI = self.L.BI
+            k(f"ct.atomic_xchg({status}, (pid, {i}, lane), {flag_word(first, 'agg')}, {rel})")
+            k(f"prefix = ct.full(({BI},), 0.0, dtype=ct.float32)")
+            k(f"j = ct.full(({BI},), 0, dtype=ct.int32) + ({i} - 1)")
+            k(f"step = ct.arange({W}, dtype=ct.int32)[:, None]")
+            with k.block("while ct.max(j) >= 0:"):
+                k("idx = j[None, :] - step")
+                k("live = idx >= 0")
+                k(f"w = ct.atomic_add({status}, (pid, ct.maximum(idx, 0), lane[None, :]), 0, {rel})")
+                k("flag = w >> 32")
+                k(f"stop = ct.min(ct.where(live & (flag == 2), step, {W}), axis=0)")
+                k("take = live & (step <= stop[None, :])")
+                k("done = (ct.max(ct.where(take & (flag == 0), 1, 0), axis=0) == 0) & (j >= 0)")
+                k(f"prefix = prefix + ct.where(done, ct.sum(ct.where(take, {val}, 0.0), axis=0), 0.0)")
+                k(f"j = ct.where(done, ct.where(stop < {W}, -1, j - {W}), j)")
+            with k.block(f"if {i} > 0:"):
+                k(f"ct.atomic_xchg({status}, (pid, {i}, lane), {flag_word('2', 'prefix + agg')}, {rel})")
+            return f"ct.reshape(prefix, (1, 1, {BI}))"
+        k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word(first, 'agg')}, {rel})")
+        k("prefix = ct.full((), 0.0, dtype=ct.float32)")
+        k(f"j = {i} - 1")
+        k(f"step = ct.arange({W}, dtype=ct.int32)")
+        with k.block("while j >= 0:"):
+            k("idx = j - step")
+            k("live = idx >= 0")
+            k(f"w = ct.atomic_add({status}, (pid, ct.maximum(idx, 0)), 0, {rel})")
+            k("flag = w >> 32")
+            k(f"stop = ct.min(ct.where(live & (flag == 2), step, {W}))")
+            k("take = live & (step <= stop)")
+            k("done = ct.max(ct.where(take & (flag == 0), 1, 0)) == 0")
+            k(f"prefix = prefix + ct.where(done, ct.sum(ct.where(take, {val}, 0.0)), 0.0)")
+            k(f"j = ct.where(done, ct.where(stop < {W}, -1, j - {W}), j)")
+        with k.block(f"if {i} > 0:"):
+            k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word('2', 'prefix + agg')}, {rel})")
+        return "prefix"
 
     def emit(self, spec: KernelSpec, dims, shape) -> KernelSource:
         gen, L = self.gen, self.L
         kern, k = gen.kernel, gen.kernel.body
         nch = L.nch
+        if MEMORY_TUNING["scan_lookback_occupancy"]:
+            kern.options["occupancy"] = int(MEMORY_TUNING["scan_lookback_occupancy"])
         counter = kern.tensor("scan_ticket", "scan_ticket")
         status = kern.tensor("scan_status", "scan_status")
         self.emit_coords(k, counter)
+        if MEMORY_TUNING["scan_lookback_store_tma"] is not None:
+            L.store_tma = bool(MEMORY_TUNING["scan_lookback_store_tma"])
         t, env, ctx = gen.load_tile("c")
-        k(f"y = ct.cumsum({t}, axis={L.axis})")
+        early = bool(MEMORY_TUNING["scan_lookback_early_total"])
+        if not early:
+            k(f"y = ct.cumsum({t}, axis={L.axis})")
         # chunk totals (the last chunk's padding lanes count here, but no later chunk reads its total)
         k(f"agg = ct.reshape(ct.sum({t}, axis=1), ({L.BI},))" if self.col else f"agg = ct.sum({t})")
         prefix = self.emit_look_back(k, status)
+        if early:  # the total published before the chunk's own scan
+            k(f"y = ct.cumsum({t}, axis={L.axis})")
         k(f"y = y + {prefix}")
         gen.finish_chunk(env, ctx, "c", ["y"])
         dev = f"{gen.device}.device"
@@ -418,5 +536,7 @@ class _LookBack:
                  f"scan_status = torch.zeros({words}, dtype=torch.int64, device={dev})"]
         doc = (f"{', '.join(spec.operations)}: cumsum along dim {dims} of {shape} as {L.kind} {L.view_shape}, tile "
                f"{L.tile}, {nch} chunks per scan line in one pass: a block per chunk in ticket order, prefixes by "
-               + ("the sum of every earlier chunk's published total" if self.read_all else "decoupled look-back"))
+               + ("the sum of every earlier chunk's published total" if self.read_all else "decoupled look-back")
+               + (f" reading {self.window} words per round trip" if self.window > 1 and not self.read_all else "")
+               + (", tickets chunk-major across scan lines" if self.chunk_major else ""))
         return gen.finish(doc, grid=(lines * nch,), extra_lines=extra)

@@ -161,6 +161,39 @@ def test_lookback_walks_past_chunks_with_only_their_totals(defer, monkeypatch):
     assert _emulate_where("scan", long_cases("scan"), "decoupled look-back", long=True) >= 3
 
 
+@pytest.mark.parametrize("chunk_major,window", [(True, 1), (False, 4), (True, 8)])
+@pytest.mark.parametrize("defer", [0, 3])
+def test_lookback_chunk_major_tickets_and_window_walks(chunk_major, window, defer, monkeypatch):
+    """MEMORY_TUNING["scan_lookback_chunk_major"] / ["scan_lookback_window"]: tickets taken chunk-major across scan
+    lines, and walks reading several status words per round trip (rows and middle-dim lanes), with running
+    prefixes held back for `defer` later blocks so the windows meet unpublished and total-only words; compiled
+    for sm_90 and matched in the emulator."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    from . import cutile_emulator
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback", True)
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_chunk_major", chunk_major)
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_window", window)
+    monkeypatch.setattr(cutile_emulator, "DEFER_PREFIX_BLOCKS", defer)
+    marker = "tickets chunk-major" if chunk_major else f"reading {window} words per round trip"
+    assert _emulate_where("scan", long_cases("scan"), marker, long=True) >= 3
+
+
+@pytest.mark.parametrize("defer", [0, 2])
+def test_fused_segment_scans(defer, monkeypatch):
+    """MEMORY_TUNING["scan_fused_segments"]: segmented cumsums in one kernel (each block reduces its segment, takes
+    the earlier segments' total by look-back, scans the segment), rows and middle-dim lanes, with running prefixes
+    held back for `defer` later blocks; compiled for sm_90 and matched in the emulator."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    from . import cutile_emulator
+
+    monkeypatch.setitem(MEMORY_TUNING, "scan_fused_segments", 2)
+    monkeypatch.setattr(cutile_emulator, "DEFER_PREFIX_BLOCKS", defer)
+    assert _emulate_where("scan", long_cases("scan"), "in one kernel, each starting from", long=True) >= 2
+
+
 def test_persistent_single_tile_scans(monkeypatch):
     """MEMORY_TUNING["scan_persistent"]: single-tile scans loop over their row blocks in a persistent grid (one SM
     at occupancy 1 here, so every snippet of more than one block loops); compiled and emulated."""
