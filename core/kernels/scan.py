@@ -251,9 +251,9 @@ class _Scan:
         else:
             k(f"carry = ct.full((1, 1), 0.0, dtype=ct.float32) + {prefix}")
         dev = f"{gen.device}.device"
-        words = f"({L.O}, {S}, {cdiv(L.I, L.BI) * L.BI})" if look.col else f"({L.O}, {S})"
-        self.ws_lines = [f"scan_ticket = torch.zeros((1,), dtype=torch.int32, device={dev})",
-                         f"scan_status = torch.zeros({words}, dtype=torch.int64, device={dev})"]
+        lanes = cdiv(L.I, L.BI) * L.BI if look.col else 1
+        words = f"({L.O}, {S}, {lanes})" if look.col else f"({L.O}, {S})"
+        self.ws_lines = status_lines(dev, words, L.O * S * lanes)
         self.grid = (L.O * (cdiv(L.I, L.BI) if look.col else 1) * S,)
 
     def emit_segment_total(self, kern: Kernel) -> None:
@@ -365,6 +365,14 @@ class _Scan:
             ctx_block.__exit__(None, None, None)
 
 
+def status_lines(dev: str, words: str, count: int) -> list[str]:
+    """Wrapper lines allocating a look-back kernel's ticket and status words with one zero fill: a buffer of
+    `count` + 1 int64 words, the ticket (int32) in the first word, the status words (shape `words`) after it."""
+    return [f"scan_words = torch.zeros(({count + 1},), dtype=torch.int64, device={dev})",
+            "scan_ticket = scan_words[:1].view(torch.int32)",
+            f"scan_status = scan_words[1:].view{words}"]
+
+
 class _LookBack:
     """A long float cumsum in one pass (MEMORY_TUNING["scan_lookback"]): one chunk per block, taken in the order
     of an atomic ticket (so every earlier chunk's block is already running: no block waits on one that has not
@@ -401,7 +409,7 @@ class _LookBack:
             lines = L.O * ni
             k(f"{idx} = tid // {lines}")
             k(f"line = tid % {lines}")
-            pid_i, pid = (f"line % {ni}", f"line // {ni}") if self.col else ("", "line")
+            pid_i, pid = (f"line % {ni}", f"line // {ni}" if ni > 1 else "line") if self.col else ("", "line")
         else:
             k(f"{idx} = tid % {nch}")
             pid_i, pid = f"(tid // {nch}) % {ni}", f"tid // {nch * ni}"
@@ -532,8 +540,7 @@ class _LookBack:
         dev = f"{gen.device}.device"
         lines = L.O * (cdiv(L.I, L.BI) if self.col else 1)
         words = f"({L.O}, {nch}, {cdiv(L.I, L.BI) * L.BI})" if self.col else f"({L.O}, {nch})"
-        extra = [f"scan_ticket = torch.zeros((1,), dtype=torch.int32, device={dev})",
-                 f"scan_status = torch.zeros({words}, dtype=torch.int64, device={dev})"]
+        extra = status_lines(dev, words, L.O * nch * (cdiv(L.I, L.BI) * L.BI if self.col else 1))
         doc = (f"{', '.join(spec.operations)}: cumsum along dim {dims} of {shape} as {L.kind} {L.view_shape}, tile "
                f"{L.tile}, {nch} chunks per scan line in one pass: a block per chunk in ticket order, prefixes by "
                + ("the sum of every earlier chunk's published total" if self.read_all else "decoupled look-back")
