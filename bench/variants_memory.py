@@ -325,6 +325,20 @@ VARIANTS = {
     ],
 }
 
+# since session 14 long cumsum rows too few for a chunk loop each take the one-pass look-back by default
+# (MEMORY_TUNING["scan_lookback_rows"]): the row case's segmented and fused variants turn it off to be measured
+VARIANTS["cumsum 64x1048576 fp32 (chunked carry)"] = [
+    (name, knobs if knobs.get("scan_lookback") else dict(knobs, scan_lookback_rows=False))
+    for name, knobs in VARIANTS["cumsum 64x1048576 fp32 (chunked carry)"]] + [
+    ("segmented, two kernels (the default before session 14)", {"scan_lookback_rows": False})]
+# the look-back variants name what they change from the look-back as it was before session 14 (line by line, no
+# occupancy hint, the compiler's TMA loads and stores), not from today's look-back defaults
+LOOKBACK_BASE = {"scan_lookback_chunk_major": False, "scan_lookback_window": 1, "scan_lookback_occupancy": None,
+                 "scan_lookback_load_tma": None, "scan_lookback_store_tma": None}
+for _label in ("cumsum 64x1048576 fp32 (chunked carry)", "cumsum dim=1 64x4096x64 bf16 (inner dim)"):
+    VARIANTS[_label] = [(name, dict(LOOKBACK_BASE, **knobs) if knobs.get("scan_lookback") else knobs)
+                        for name, knobs in VARIANTS[_label]]
+
 
 def _tables() -> list[dict]:
     """The tuning tables a variant's overrides may name (each key lives in exactly one)."""

@@ -62,9 +62,11 @@ def generate(spec: KernelSpec) -> KernelSource:
         layout.latency = MEMORY_TUNING["scan_latency"]
         layout.chunk_tma = MEMORY_TUNING["scan_chunk_tma"]
     gen = SameShapeGen(spec, parts, layout)
-    if (MEMORY_TUNING["scan_lookback"] and kind == "cumsum" and acc == "ct.float32" and layout.BO == 1
-            and layout.nch > 1):
-        return _LookBack(gen).emit(spec, dims, shape)
+    if kind == "cumsum" and acc == "ct.float32" and layout.BO == 1 and layout.nch > 1:
+        # too few rows to fill the GPU with one chunk loop each (those would be cut into segments): one pass
+        few_rows = layout.kind == "row" and layout.blocks() < int(MEMORY_TUNING["scan_min_blocks"])
+        if MEMORY_TUNING["scan_lookback"] or (MEMORY_TUNING["scan_lookback_rows"] and few_rows):
+            return _LookBack(gen).emit(spec, dims, shape)
     if layout.nch == 1 and MEMORY_TUNING["scan_persistent"]:
         layout.persist(gen.kernel)  # one tile per row block: a persistent grid with the row kernels' hints
     mma = (MEMORY_TUNING["scan_mma"] and kind == "cumsum" and in_dtype in ("float16", "bfloat16")
@@ -526,6 +528,8 @@ class _LookBack:
         self.emit_coords(k, counter)
         if MEMORY_TUNING["scan_lookback_store_tma"] is not None:
             L.store_tma = bool(MEMORY_TUNING["scan_lookback_store_tma"])
+        if MEMORY_TUNING["scan_lookback_load_tma"] is not None:
+            L.chunk_tma = bool(MEMORY_TUNING["scan_lookback_load_tma"])
         t, env, ctx = gen.load_tile("c")
         early = bool(MEMORY_TUNING["scan_lookback_early_total"])
         if not early:

@@ -189,6 +189,7 @@ def test_fused_segment_scans(defer, monkeypatch):
 
     from . import cutile_emulator
 
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_rows", False)
     monkeypatch.setitem(MEMORY_TUNING, "scan_fused_segments", 2)
     monkeypatch.setattr(cutile_emulator, "DEFER_PREFIX_BLOCKS", defer)
     assert _emulate_where("scan", long_cases("scan"), "in one kernel, each starting from", long=True) >= 2

@@ -1,6 +1,7 @@
-"""The one-pass decoupled look-back cumsum (MEMORY_TUNING["scan_lookback"], off by default) on the GPU: long scan
-lines (rows, or inner positions of a middle-dim scan) where thousands of chunk blocks run at once and really do
-find earlier chunks with only their totals published,
+"""The one-pass decoupled look-back cumsum on the GPU (MEMORY_TUNING["scan_lookback"]: every long float cumsum;
+by default since session 14 ["scan_lookback_rows"]: rows too few for a chunk loop each): long scan lines (rows,
+or inner positions of a middle-dim scan) where thousands of chunk blocks run at once and really do find earlier
+chunks with only their totals published,
 fresh random inputs per seed, poisoned outputs, float64 references. (Its CPU test, in
 test_rowwise_families_compile.py, runs blocks one after another and so only checks the arithmetic.)"""
 
@@ -35,7 +36,8 @@ MODES = {"walk": ({}, "decoupled look-back"),
          "reading_all": ({"scan_lookback_all": True}, "every earlier chunk's published total"),
          "chunk_major_window": ({"scan_lookback_chunk_major": True, "scan_lookback_window": 8,
                                  "scan_lookback_occupancy": 4}, "reading 8 words per round trip, tickets chunk-major"),
-         "fused_segments": ({"scan_lookback": False, "scan_fused_segments": 4, "scan_fused_occupancy": 4},
+         "fused_segments": ({"scan_lookback": False, "scan_lookback_rows": False, "scan_fused_segments": 4,
+                             "scan_fused_occupancy": 4},
                             "in one kernel, each starting from the earlier segments' total")}
 
 

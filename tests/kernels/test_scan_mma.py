@@ -31,6 +31,7 @@ def test_tensor_core_chunk_scan(name, monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     forward, inputs, overrides = CASES[name]
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_rows", False)  # the chunk-loop / segmented row forms
     monkeypatch.setitem(MEMORY_TUNING, "scan_mma", "scan_mma_rows" not in overrides)
     for key, value in overrides.items():
         monkeypatch.setitem(MEMORY_TUNING, key, value)
@@ -69,6 +70,7 @@ def test_chunked_scans_with_plain_loads(name, monkeypatch):
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     forward, inputs = PLAIN[name]
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_rows", False)  # the segmented row form (look-back: its own)
     spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
     assert "allow_tma" not in generate_kernel(spec).code
     monkeypatch.setitem(MEMORY_TUNING, "scan_chunk_tma", False)
@@ -95,6 +97,7 @@ def test_segmented_scans_with_occupancy_hints(name, monkeypatch):
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
+    monkeypatch.setitem(MEMORY_TUNING, "scan_lookback_rows", False)  # float cumsum rows: one-pass look-back
     forward, inputs = SEGMENTED[name]
     spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
     source = generate_kernel(spec)
