@@ -204,7 +204,10 @@ MEMORY_TUNING: dict[str, Any] = {
     "scan_lookback_rows": True,
     # segmented float cumsums in one kernel: segments of this many chunks (0: two kernels, totals then scan),
     # each block reducing its segment, taking the earlier segments' total by look-back, then scanning the
-    # segment (its loads hit L2); scan_fused_occupancy: the kernel's occupancy hint
+    # segment (its loads hit L2); scan_fused_occupancy: the kernel's occupancy hint. Correct on the H200 (session
+    # 14: 15 passed) but no faster, same run, device time: cumsum 64x1048576 fp32 (look-back 0.180 ms) segments
+    # of 2 / 4 / 8 chunks at occupancy 4 0.184 / 0.202 / 0.216, 4 at 3 0.194, at 6 0.236; cumsum dim=1
+    # 64x4096x64 bf16 (segmented 0.054-0.055) 8 chunks 0.056, 4 / 16 0.058, 2 0.064: off
     "scan_fused_segments": 0,
     "scan_fused_occupancy": None,
     # cross entropy over plain (N, C) logits: classes per chunk and elements per (rows x classes) tile

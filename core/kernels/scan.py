@@ -368,11 +368,13 @@ class _Scan:
 
 
 def status_lines(dev: str, words: str, count: int) -> list[str]:
-    """Wrapper lines allocating a look-back kernel's ticket and status words with one zero fill: a buffer of
-    `count` + 1 int64 words, the ticket (int32) in the first word, the status words (shape `words`) after it."""
-    return [f"scan_words = torch.zeros(({count + 1},), dtype=torch.int64, device={dev})",
-            "scan_ticket = scan_words[:1].view(torch.int32)",
-            f"scan_status = scan_words[1:].view{words}"]
+    """Wrapper lines allocating a look-back kernel's status words (`count`, shape `words`) and its ticket with one
+    zero fill: the status words from the start of the buffer, the int32 ticket in the 16 bytes after them (both
+    bases 16-byte aligned, as cuTile's JIT and aot.py specialize pointers)."""
+    end = count + count % 2
+    return [f"scan_words = torch.zeros(({end + 2},), dtype=torch.int64, device={dev})",
+            f"scan_status = scan_words[:{count}].view{words}",
+            f"scan_ticket = scan_words[{end}:].view(torch.int32)"]
 
 
 class _LookBack:
