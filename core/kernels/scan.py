@@ -5,7 +5,9 @@ Rows up to 4096 elements are scanned in one tile (`ct.cumsum`/`ct.cumprod`, or `
 function for logcumsumexp and the (value, index) pairs of cummax/cummin); longer rows are walked in chunks with a
 per-row carry (the last column of the previous chunk) folded into each chunk. Padding lanes sit after the valid
 ones in scan order, so they never reach a stored element. A scan over an inner dim keeps the trailing dims
-innermost (the `col` layout) and scans along tile axis 1.
+innermost (the `col` layout) and scans along tile axis 1. Too few lines to fill the GPU with a chunk loop each:
+float cumsum rows take one pass by decoupled look-back (a block per chunk, _LookBack); other scans (and middle
+dims) are cut into segments whose totals a first kernel computes.
 """
 
 from __future__ import annotations
@@ -378,9 +380,10 @@ def status_lines(dev: str, words: str, count: int) -> list[str]:
 
 
 class _LookBack:
-    """A long float cumsum in one pass (MEMORY_TUNING["scan_lookback"]): one chunk per block, taken in the order
-    of an atomic ticket (so every earlier chunk's block is already running: no block waits on one that has not
-    started). Each block scans its chunk, publishes the chunk total with flag 1, walks back over the earlier
+    """A long float cumsum in one pass (MEMORY_TUNING["scan_lookback"]; by default rows too few for a chunk loop
+    each, ["scan_lookback_rows"]): one chunk per block, taken in the order of an atomic ticket (so every earlier
+    chunk's block is already running: no block waits on one that has not started), chunk-major across scan lines
+    by default (["scan_lookback_chunk_major"]). Each block scans its chunk, publishes the chunk total with flag 1, walks back over the earlier
     chunks of its scan line adding their totals until one carries flag 2 (a running prefix, which ends the walk),
     publishes its own running prefix with flag 2, then stores its chunk plus the prefix. Flag and float32 value
     travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes both and one atomic read sees
