@@ -331,6 +331,21 @@ VARIANTS["cumsum 64x1048576 fp32 (chunked carry)"] = [
     (name, knobs if knobs.get("scan_lookback") else dict(knobs, scan_lookback_rows=False))
     for name, knobs in VARIANTS["cumsum 64x1048576 fp32 (chunked carry)"]] + [
     ("segmented, two kernels (the default before session 14)", {"scan_lookback_rows": False})]
+# shapes outside bench/kernels.py whose default form changed with scan_lookback_rows (session 14): rows that
+# were segmented (512 rows of 4 chunks; an exclusive cumsum, 128 rows of 16) and a chunk loop per row (256 rows
+# of 2 chunks)
+SCOPE_CASES = [
+    ("scan", "cumsum 512x16384 fp32 (look-back scope)", "def forward(self, x):\n        return x.cumsum(-1)",
+     "[torch.randn(512, 16384)]", "mem", None),
+    ("scan", "cumsum 256x8192 bf16 (look-back scope)", "def forward(self, x):\n        return x.cumsum(-1)",
+     "[torch.randn(256, 8192, dtype=torch.bfloat16)]", "mem", None),
+    ("scan", "exclusive cumsum 128x65536 fp32 (look-back scope)",
+     "def forward(self, x):\n        return x.cumsum(-1) - x", "[torch.randn(128, 65536)]", "mem", None),
+]
+for _case in SCOPE_CASES:
+    VARIANTS[_case[1]] = [("one pass by look-back (default since session 14)", {}),
+                          ("chunk loop / segments (before session 14)", {"scan_lookback_rows": False})]
+
 # the look-back variants name what they change from the look-back as it was before session 14 (line by line, no
 # occupancy hint, the compiler's TMA loads and stores), not from today's look-back defaults
 LOOKBACK_BASE = {"scan_lookback_chunk_major": False, "scan_lookback_window": 1, "scan_lookback_occupancy": None,
@@ -384,7 +399,7 @@ def main() -> int:
         print("bench/variants_memory.py needs a CUDA GPU", file=sys.stderr)
         return 2
     t0 = time.time()
-    by_label = {c[1]: c for c in CASES}
+    by_label = {c[1]: c for c in CASES + SCOPE_CASES}
     rows = [["case", "variant", "check", "ms", "of copy", "vs eager"]]
     for label, variants in VARIANTS.items():
         if args.only and args.only not in label:
