@@ -42,22 +42,26 @@ def test_launch_split_needs_a_gpu_or_a_matching_case():
     assert r.returncode == 2 and "needs a CUDA GPU" in r.stderr, r.stderr[-2000:]
 
 
-def test_variants_memory_scan_cases_take_the_forms_they_name(monkeypatch):
+def test_variants_memory_scan_cases_take_the_forms_they_name():
     """bench/variants_memory.py's look-back scope cases (session 14): the default variant takes the one-pass
-    look-back and the "before session 14" variant the chunk loop or segments, as their names say."""
-    from tilestudio.core.kernels import generate_kernel
-    from tilestudio.core.kernels.indexing import MEMORY_TUNING
-
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import variants_memory
-    from kernels import spec_for
-
-    assert len(variants_memory.SCOPE_CASES) == 3
-    for case in variants_memory.SCOPE_CASES:
-        spec = spec_for(case[2], case[3])
-        for name, knobs in variants_memory.VARIANTS[case[1]]:
-            with monkeypatch.context() as m:
-                for key, value in knobs.items():
-                    m.setitem(MEMORY_TUNING, key, value)
-                note = generate_kernel(spec).notes[0]
-            assert ("decoupled look-back" in note) == ("look-back" in name), (case[1], name, note)
+    look-back and the "before session 14" variant the chunk loop or segments, as their names say (in a child
+    process: bench/kernels.py's module name would clash with the tests.kernels package here)."""
+    code = """
+import sys
+sys.path.insert(0, "bench")
+import variants_memory
+from kernels import spec_for
+from tilestudio.core.kernels import generate_kernel
+from tilestudio.core.kernels.indexing import MEMORY_TUNING
+assert len(variants_memory.SCOPE_CASES) == 3
+for case in variants_memory.SCOPE_CASES:
+    spec = spec_for(case[2], case[3])
+    for name, knobs in variants_memory.VARIANTS[case[1]]:
+        saved = dict(MEMORY_TUNING)
+        MEMORY_TUNING.update(knobs)
+        note = generate_kernel(spec).notes[0]
+        MEMORY_TUNING.clear(); MEMORY_TUNING.update(saved)
+        assert ("decoupled look-back" in note) == ("look-back" in name), (case[1], name, note)
+print("ok")
+"""
+    assert _run("-c", code).strip().endswith("ok")
