@@ -354,6 +354,22 @@ for _label in ("cumsum 64x1048576 fp32 (chunked carry)", "cumsum dim=1 64x4096x6
     VARIANTS[_label] = [(name, dict(LOOKBACK_BASE, **knobs) if knobs.get("scan_lookback") else knobs)
                         for name, knobs in VARIANTS[_label]]
 
+# row cumsums scanned in blocks of 4 elements, 2 or 3 levels (session 15, scan_split_width / scan_split_levels):
+# sm_90, 4096 floats on 4 warps, 160 -> 40 / 26 shuffles, 48 -> 16 / 21 shared loads
+SPLIT = [("split scan, blocks of 4, 2 levels", {"scan_split_width": 4, "scan_split_levels": 2}),
+         ("split scan, blocks of 4, 3 levels", {"scan_split_width": 4, "scan_split_levels": 3})]
+for _label in ["cumsum 64x1048576 fp32 (chunked carry)", "cumsum 4096x4096 fp32"] + [c[1] for c in SCOPE_CASES]:
+    VARIANTS[_label] = VARIANTS[_label] + SPLIT
+VARIANTS["cumsum 64x1048576 fp32 (chunked carry)"] += [
+    (f"split scan, blocks of 4, 2 levels, look-back occupancy {occ}",
+     {"scan_split_width": 4, "scan_lookback_occupancy": occ}) for occ in (4, 8)]
+VARIANTS["cumsum 4096x4096 fp32"] += [
+    (f"split scan, blocks of 4, 2 levels, occupancy {occ}", {"scan_split_width": 4, "scan_single_occupancy": occ})
+    for occ in (6, 8)]
+for _case in SCOPE_CASES:
+    VARIANTS[_case[1]] += [("split scan, blocks of 4, 2 levels, chunk loop / segments",
+                            {"scan_split_width": 4, "scan_lookback_rows": False})]
+
 
 def _tables() -> list[dict]:
     """The tuning tables a variant's overrides may name (each key lives in exactly one)."""

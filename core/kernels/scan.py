@@ -106,13 +106,52 @@ def generate(spec: KernelSpec) -> KernelSource:
            + ((", each chunk scanned on tensor cores (lower-triangular ones @ chunk)" if layout.kind == "col" else
                f", each {_MMA_W}-wide block scanned on tensor cores (block @ upper-triangular ones"
                + (", tf32 hi + lo" if scan.mma_dtype == "ct.tfloat32" else "") + "), then block prefixes")
-              if scan.mma_dtype else ""))
+              if scan.mma_dtype else "")
+           + (split_note(scan.split) if scan.split and not scan.mma_dtype else ""))
     if scan.fused:
         return gen.finish(doc, grid=scan.grid, extra_lines=scan.ws_lines)
     if scan.segments > 1:
         return gen.finish(doc, grid=layout.grid() + (scan.segments,), before=[scan.totals],
                           extra_lines=scan.ws_lines)
     return gen.finish(doc)
+
+
+def split_levels(L) -> tuple[int, int] | None:
+    """(width, levels) of a split row cumsum (emit_split_cumsum) for this layout, or None for a plain ct.cumsum:
+    one row per tile (BO == 1) of a multiple of MEMORY_TUNING["scan_split_width"] elements (0: off)."""
+    width = int(MEMORY_TUNING["scan_split_width"] or 0)
+    if width < 2 or L.kind != "row" or L.BO != 1 or L.BR % width or L.BR < 2 * width:
+        return None
+    return width, max(2, int(MEMORY_TUNING["scan_split_levels"]))
+
+
+def split_note(split: tuple[int, int]) -> str:
+    return f", row tiles scanned in blocks of {split[0]} ({split[1]} levels)"
+
+
+def emit_split_cumsum(k, tile: str, n: int, width: int, levels: int) -> tuple[str, str]:
+    """An inclusive float cumsum of a (1, n) row tile in `levels` levels of `width`-element blocks (
+    MEMORY_TUNING["scan_split_width"]): the tile viewed as (n / width, width) is scanned along its short axis,
+    each block offset by the exclusive prefix of the block totals (themselves scanned the same way, one level
+    down); the last level is a plain ct.cumsum. Returns (scanned tile, the tile's total). A plain ct.cumsum of
+    a long row is lowered as a warp scan per register across lanes with a shared-memory transpose around it
+    (sm_90, 4096 floats on 4 warps: 160 shuffles, 48 shared loads, 48 stores); in blocks of 4 each thread scans
+    the 4 elements of its own 16-byte load and only the block totals cross lanes (40, 8, 8)."""
+    cur, length, stack = f"ct.reshape({tile}, ({n},))", n, []
+    for lvl in range(levels - 1):
+        if length % width or length < 2 * width:
+            break
+        k(f"sm{lvl} = ct.reshape({cur}, ({length // width}, {width}))")
+        k(f"sc{lvl} = ct.cumsum(sm{lvl}, axis=1)")
+        k(f"st{lvl} = ct.sum(sm{lvl}, axis=1)")
+        stack.append((lvl, length))
+        cur, length = f"st{lvl}", length // width
+    k(f"sp = ct.cumsum({cur}, axis=0)")
+    total = f"ct.sum({cur})"
+    for lvl, length in reversed(stack):
+        k(f"sp = ct.reshape(sc{lvl} + (sp - st{lvl})[:, None], ({length},))")
+    k(f"y = ct.reshape(sp, (1, {n}))")
+    return "y", total
 
 
 _SEGMENTED = ("cumsum", "cumprod", "logcumsumexp")
@@ -131,6 +170,8 @@ class _Scan:
         self.ws_lines: list[str] = []
         self.mma_dtype: str | None = None  # cumsum chunks as tri @ x on tensor cores (MEMORY_TUNING["scan_mma"])
         self.fused = False  # segments in one kernel, prefixes by look-back (MEMORY_TUNING["scan_fused_segments"])
+        self.split = split_levels(gen.L) if kind == "cumsum" and acc == "ct.float32" else None
+        self.split_total: str | None = None
         self.grid: tuple[int, ...] | None = None
 
     def arg_combine(self) -> str:
@@ -144,6 +185,9 @@ class _Scan:
         k, ax = self.k, self.L.axis
         if self.kind == "cumsum" and self.mma_dtype and self.L.kind == "row":
             return self.scan_rows_mma(t)
+        if self.split and not self.mma_dtype:
+            y, self.split_total = emit_split_cumsum(k, t, self.L.BR, *self.split)
+            return [y]
         if self.kind == "cumsum" and self.mma_dtype:  # (1, BR, BI): tri (BR x BR) @ chunk (BR x BI)
             L = self.L
             k(f"xm = ct.reshape({t}, ({L.BR}, {L.BI})).astype({self.mma_dtype})")
@@ -360,6 +404,8 @@ class _Scan:
             vals = self.apply_carry(vals)
             if self.mma_dtype and L.kind == "row":
                 k("carry = carry + tot")
+            elif self.split_total:
+                k(f"carry = carry + {self.split_total}")
             else:
                 k(f"carry = {self.last_of(vals[0], self.acc)}")
             if len(vals) > 1:
@@ -537,10 +583,15 @@ class _LookBack:
             L.chunk_tma = bool(MEMORY_TUNING["scan_lookback_load_tma"])
         t, env, ctx = gen.load_tile("c")
         early = bool(MEMORY_TUNING["scan_lookback_early_total"])
-        if not early:
+        split = None if self.col or early else split_levels(L)
+        if split:  # the chunk's total from the split scan's block totals
+            _, total = emit_split_cumsum(k, t, L.BR, *split)
+            k(f"agg = {total}")
+        elif not early:
             k(f"y = ct.cumsum({t}, axis={L.axis})")
         # chunk totals (the last chunk's padding lanes count here, but no later chunk reads its total)
-        k(f"agg = ct.reshape(ct.sum({t}, axis=1), ({L.BI},))" if self.col else f"agg = ct.sum({t})")
+        if not split:
+            k(f"agg = ct.reshape(ct.sum({t}, axis=1), ({L.BI},))" if self.col else f"agg = ct.sum({t})")
         prefix = self.emit_look_back(k, status)
         if early:  # the total published before the chunk's own scan
             k(f"y = ct.cumsum({t}, axis={L.axis})")
@@ -554,5 +605,6 @@ class _LookBack:
                f"{L.tile}, {nch} chunks per scan line in one pass: a block per chunk in ticket order, prefixes by "
                + ("the sum of every earlier chunk's published total" if self.read_all else "decoupled look-back")
                + (f" reading {self.window} words per round trip" if self.window > 1 and not self.read_all else "")
-               + (", tickets chunk-major across scan lines" if self.chunk_major else ""))
+               + (", tickets chunk-major across scan lines" if self.chunk_major else "")
+               + (split_note(split) if split else ""))
         return gen.finish(doc, grid=(lines * nch,), extra_lines=extra)
