@@ -131,6 +131,10 @@ VARIANTS = {
     "ssplit12k": {"softmax_split_elems": 12288},
     "ssplit20k": {"softmax_split_elems": 20480},
     "ssplit28k_ww8": {"softmax_split_elems": 28672, "split_occupancy": 1, "worker_warps": 8},
+    # balanced segments from narrower or wider chunks (session 15): 50257 = 25 chunks of 2048, 5 blocks of 5 (the
+    # last 4.5 full); 7 chunks of 8192, one per block (the last 0.13 full)
+    "ssplit2k_5x5": {"chunk": 2048, "long_tile_elems": 2048, "softmax_split_elems": 10240},
+    "ssplit8k_7": {"chunk": 8192, "softmax_split_elems": 8192},
     # group norm groups split in about 16384 / 8192 elements, the last segment short (session 10, off; sm_90
     # R128, zero frame for group_norm(32)+silu 32x256x56x56 fp16: 2 segments of 4 chunks / 4 of 2)
     "gnsplit16k_ragged": {"norm_split_groups": True, "norm_split_ragged": True, "norm_split_elems": 16384},
@@ -206,7 +210,7 @@ def variants_for(label: str, family: str) -> list[str]:
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
             else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8", "split_ldg"] if "131072" in label else []) + (
             ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
-             "ssplit28k_ww8"] if "50257" in label else [])
+             "ssplit28k_ww8", "ssplit2k_5x5", "ssplit8k_7"] if "50257" in label else [])
     if "global pool" in label:
         names += ["occ4stacked"]
     if "batch_norm" in label:

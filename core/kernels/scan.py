@@ -497,33 +497,38 @@ class _LookBack:
             return "prefix"
         if self.window > 1:
             return self.emit_window_walk(k, status, first, i)
-        if not self.col:
-            k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word(first, 'agg')}, {rel})")
-            k("prefix = ct.full((), 0.0, dtype=ct.float32)")
+        lane, vec, shape = self.walk_parts()
+        k(f"ct.atomic_xchg({status}, (pid, {i}{lane}), {flag_word(first, 'agg')}, {rel})")
+        k(f"prefix = ct.full({shape}, 0.0, dtype=ct.float32)")
+        if self.col:  # each lane walks on its own; lanes done (j = -1) re-read chunk 0 harmlessly
+            k(f"j = ct.full({shape}, 0, dtype=ct.int32) + ({i} - 1)")
+        else:
             k(f"j = {i} - 1")
-            with k.block("while j >= 0:"):
-                k(f"w = ct.atomic_add({status}, (pid, j), 0, {rel})")
-                k("flag = w >> 32")
-                k("ready = flag != 0")
-                k(f"prefix = prefix + ct.where(ready, {val}, 0.0)")
-                k("j = ct.where(flag == 2, -1, ct.where(ready, j - 1, j))")
-            with k.block(f"if {i} > 0:"):
-                k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word('2', 'prefix + agg')}, {rel})")
-            return "prefix"
-        BI = L.BI
-        k(f"ct.atomic_xchg({status}, (pid, {i}, lane), {flag_word(first, 'agg')}, {rel})")
-        k(f"prefix = ct.full(({BI},), 0.0, dtype=ct.float32)")
-        k(f"j = ct.full(({BI},), 0, dtype=ct.int32) + ({i} - 1)")
-        with k.block("while ct.max(j) >= 0:"):  # lanes done (j = -1) re-read chunk 0 harmlessly
-            k(f"w = ct.atomic_add({status}, (pid, ct.maximum(j, 0), lane), 0, {rel})")
+        with k.block(f"while {vec('ct.max(j)', 'j')} >= 0:"):
+            k(f"w = ct.atomic_add({status}, (pid, {vec('ct.maximum(j, 0)', 'j')}{lane}), 0, {rel})")
             k("flag = w >> 32")
-            k("active = j >= 0")
-            k("ready = (flag != 0) & active")
+            if self.col:
+                k("active = j >= 0")
+            k(f"ready = {vec('(flag != 0) & active', 'flag != 0')}")
             k(f"prefix = prefix + ct.where(ready, {val}, 0.0)")
-            k("j = ct.where(active, ct.where(flag == 2, -1, ct.where(ready, j - 1, j)), j)")
+            walk = "ct.where(flag == 2, -1, ct.where(ready, j - 1, j))"
+            k(f"j = {vec(f'ct.where(active, {walk}, j)', walk)}")
+        return self.publish_prefix(k, status, i)
+
+    def walk_parts(self):
+        """What differs between a row's walk (one scalar) and a middle-dim scan's (a vector of BI lanes): the
+        status index's lane part, a picker of the lane form or the scalar form of an expression, the prefix
+        shape."""
+        def vec(lanes: str, scalar: str) -> str:
+            return lanes if self.col else scalar
+        return (", lane", vec, f"({self.L.BI},)") if self.col else ("", vec, "()")
+
+    def publish_prefix(self, k, status: str, i: str) -> str:
+        """Publish the running prefix (flag 2) of every chunk past the first; returns the prefix to add to y."""
+        lane, _, _ = self.walk_parts()
         with k.block(f"if {i} > 0:"):
-            k(f"ct.atomic_xchg({status}, (pid, {i}, lane), {flag_word('2', 'prefix + agg')}, {rel})")
-        return f"ct.reshape(prefix, (1, 1, {BI}))"
+            k(f"ct.atomic_xchg({status}, (pid, {i}{lane}), {flag_word('2', 'prefix + agg')}, {RELAXED})")
+        return f"ct.reshape(prefix, (1, 1, {self.L.BI}))" if self.col else "prefix"
 
     def emit_window_walk(self, k, status: str, first: str, i: str = "c") -> str:
         """The walk back `window` status words per round trip: the words j, j-1, .. j-W+1 of the line are read in
@@ -531,42 +536,24 @@ class _LookBack:
         published, their values are added and the walk ends at that prefix or moves a whole window back; else the
         same window is read again. A middle-dim scan does this per lane (a (W, BI) window)."""
         rel, W, val = RELAXED, self.window, word_value("w")
-        if self.col:
-            BI = self.L.BI
-            k(f"ct.atomic_xchg({status}, (pid, {i}, lane), {flag_word(first, 'agg')}, {rel})")
-            k(f"prefix = ct.full(({BI},), 0.0, dtype=ct.float32)")
-            k(f"j = ct.full(({BI},), 0, dtype=ct.int32) + ({i} - 1)")
-            k(f"step = ct.arange({W}, dtype=ct.int32)[:, None]")
-            with k.block("while ct.max(j) >= 0:"):
-                k("idx = j[None, :] - step")
-                k("live = idx >= 0")
-                k(f"w = ct.atomic_add({status}, (pid, ct.maximum(idx, 0), lane[None, :]), 0, {rel})")
-                k("flag = w >> 32")
-                k(f"stop = ct.min(ct.where(live & (flag == 2), step, {W}), axis=0)")
-                k("take = live & (step <= stop[None, :])")
-                k("done = (ct.max(ct.where(take & (flag == 0), 1, 0), axis=0) == 0) & (j >= 0)")
-                k(f"prefix = prefix + ct.where(done, ct.sum(ct.where(take, {val}, 0.0), axis=0), 0.0)")
-                k(f"j = ct.where(done, ct.where(stop < {W}, -1, j - {W}), j)")
-            with k.block(f"if {i} > 0:"):
-                k(f"ct.atomic_xchg({status}, (pid, {i}, lane), {flag_word('2', 'prefix + agg')}, {rel})")
-            return f"ct.reshape(prefix, (1, 1, {BI}))"
-        k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word(first, 'agg')}, {rel})")
-        k("prefix = ct.full((), 0.0, dtype=ct.float32)")
-        k(f"j = {i} - 1")
-        k(f"step = ct.arange({W}, dtype=ct.int32)")
-        with k.block("while j >= 0:"):
-            k("idx = j - step")
+        lane, vec, shape = self.walk_parts()
+        k(f"ct.atomic_xchg({status}, (pid, {i}{lane}), {flag_word(first, 'agg')}, {rel})")
+        k(f"prefix = ct.full({shape}, 0.0, dtype=ct.float32)")
+        k(vec(f"j = ct.full({shape}, 0, dtype=ct.int32) + ({i} - 1)", f"j = {i} - 1"))
+        k(f"step = ct.arange({W}, dtype=ct.int32){vec('[:, None]', '')}")
+        axis = vec(", axis=0", "")
+        with k.block(f"while {vec('ct.max(j)', 'j')} >= 0:"):
+            k(f"idx = {vec('j[None, :]', 'j')} - step")
             k("live = idx >= 0")
-            k(f"w = ct.atomic_add({status}, (pid, ct.maximum(idx, 0)), 0, {rel})")
+            k(f"w = ct.atomic_add({status}, (pid, ct.maximum(idx, 0){vec(', lane[None, :]', '')}), 0, {rel})")
             k("flag = w >> 32")
-            k(f"stop = ct.min(ct.where(live & (flag == 2), step, {W}))")
-            k("take = live & (step <= stop)")
-            k("done = ct.max(ct.where(take & (flag == 0), 1, 0)) == 0")
-            k(f"prefix = prefix + ct.where(done, ct.sum(ct.where(take, {val}, 0.0)), 0.0)")
+            k(f"stop = ct.min(ct.where(live & (flag == 2), step, {W}){axis})")
+            k(f"take = live & (step <= {vec('stop[None, :]', 'stop')})")
+            done = f"ct.max(ct.where(take & (flag == 0), 1, 0){axis}) == 0"
+            k(f"done = {vec(f'({done}) & (j >= 0)', done)}")
+            k(f"prefix = prefix + ct.where(done, ct.sum(ct.where(take, {val}, 0.0){axis}), 0.0)")
             k(f"j = ct.where(done, ct.where(stop < {W}, -1, j - {W}), j)")
-        with k.block(f"if {i} > 0:"):
-            k(f"ct.atomic_xchg({status}, (pid, {i}), {flag_word('2', 'prefix + agg')}, {rel})")
-        return "prefix"
+        return self.publish_prefix(k, status, i)
 
     def emit(self, spec: KernelSpec, dims, shape) -> KernelSource:
         gen, L = self.gen, self.L
