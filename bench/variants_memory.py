@@ -362,7 +362,9 @@ for _label in ["cumsum 64x1048576 fp32 (chunked carry)", "cumsum 4096x4096 fp32"
     VARIANTS[_label] = VARIANTS[_label] + SPLIT
 VARIANTS["cumsum 64x1048576 fp32 (chunked carry)"] += [
     (f"split scan, blocks of 4, 2 levels, look-back occupancy {occ}",
-     {"scan_split_width": 4, "scan_lookback_occupancy": occ}) for occ in (4, 8)]
+     {"scan_split_width": 4, "scan_lookback_occupancy": occ}) for occ in (4, 8)] + [
+    ("split scan, blocks of 4, 2 levels, chunks of 8192, look-back occupancy 4 (sm_90 R126)",
+     {"scan_split_width": 4, "scan_chunk_elems": 8192, "scan_lookback_occupancy": 4})]
 VARIANTS["cumsum 4096x4096 fp32"] += [
     (f"split scan, blocks of 4, 2 levels, occupancy {occ}", {"scan_split_width": 4, "scan_single_occupancy": occ})
     for occ in (6, 8)]
