@@ -358,7 +358,7 @@ for _label in ("cumsum 64x1048576 fp32 (chunked carry)", "cumsum dim=1 64x4096x6
 # sm_90, 4096 floats on 4 warps, 160 -> 40 / 26 shuffles, 48 -> 16 / 21 shared loads
 SPLIT = [("split scan, blocks of 4, 2 levels", {"scan_split_width": 4, "scan_split_levels": 2}),
          ("split scan, blocks of 4, 3 levels", {"scan_split_width": 4, "scan_split_levels": 3})]
-for _label in ["cumsum 64x1048576 fp32 (chunked carry)", "cumsum 4096x4096 fp32"] + [c[1] for c in SCOPE_CASES]:
+for _label in ["cumsum 64x1048576 fp32 (chunked carry)", "cumsum 4096x4096 fp32"]:
     VARIANTS[_label] = VARIANTS[_label] + SPLIT
 VARIANTS["cumsum 64x1048576 fp32 (chunked carry)"] += [
     (f"split scan, blocks of 4, 2 levels, look-back occupancy {occ}",
@@ -369,8 +369,13 @@ VARIANTS["cumsum 4096x4096 fp32"] += [
     (f"split scan, blocks of 4, 2 levels, occupancy {occ}", {"scan_split_width": 4, "scan_single_occupancy": occ})
     for occ in (6, 8)]
 for _case in SCOPE_CASES:
-    VARIANTS[_case[1]] += [("split scan, blocks of 4, 2 levels, chunk loop / segments",
-                            {"scan_split_width": 4, "scan_lookback_rows": False})]
+    VARIANTS[_case[1]] += [("one pass by look-back, " + name, knobs) for name, knobs in SPLIT] + [
+        ("chunk loop / segments, split scan, blocks of 4, 2 levels",
+         {"scan_split_width": 4, "scan_lookback_rows": False})]
+# an integer cumsum (int64 accumulation, exact) scanned the same way
+SPLIT_CASES = [("scan", "cumsum 4096x4096 int64", "def forward(self, x):\n        return x.cumsum(-1)",
+                "[torch.randint(-1000, 1000, (4096, 4096))]", "mem", None)]
+VARIANTS["cumsum 4096x4096 int64"] = [("plain ct.cumsum", {})] + SPLIT
 
 
 def _tables() -> list[dict]:
@@ -417,7 +422,7 @@ def main() -> int:
         print("bench/variants_memory.py needs a CUDA GPU", file=sys.stderr)
         return 2
     t0 = time.time()
-    by_label = {c[1]: c for c in CASES + SCOPE_CASES}
+    by_label = {c[1]: c for c in CASES + SCOPE_CASES + SPLIT_CASES}
     rows = [["case", "variant", "check", "ms", "of copy", "vs eager"]]
     for label, variants in VARIANTS.items():
         if args.only and args.only not in label:

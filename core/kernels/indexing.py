@@ -197,9 +197,9 @@ MEMORY_TUNING: dict[str, Any] = {
     "scan_lookback_load_tma": False,
     "scan_lookback_store_tma": False,
     "scan_lookback_early_total": False,
-    # float cumsums along rows (one row per tile) scanned in blocks of scan_split_width elements (0: a plain
-    # ct.cumsum), scan_split_levels levels deep (scan.emit_split_cumsum): each thread scans its own 16-byte load,
-    # only block totals cross lanes
+    # cumsums along rows (one row per tile; float32 or int64 accumulation) scanned in blocks of scan_split_width
+    # elements (0: a plain ct.cumsum), scan_split_levels levels deep (scan.emit_split_cumsum): each thread scans
+    # its own 16-byte load, only block totals cross lanes
     "scan_split_width": 0,
     "scan_split_levels": 2,
     # float cumsum rows too few to fill the GPU with a chunk loop each (fewer than scan_min_blocks, which the

@@ -130,13 +130,14 @@ def split_note(split: tuple[int, int]) -> str:
 
 
 def emit_split_cumsum(k, tile: str, n: int, width: int, levels: int) -> tuple[str, str]:
-    """An inclusive float cumsum of a (1, n) row tile in `levels` levels of `width`-element blocks (
-    MEMORY_TUNING["scan_split_width"]): the tile viewed as (n / width, width) is scanned along its short axis,
-    each block offset by the exclusive prefix of the block totals (themselves scanned the same way, one level
-    down); the last level is a plain ct.cumsum. Returns (scanned tile, the tile's total). A plain ct.cumsum of
-    a long row is lowered as a warp scan per register across lanes with a shared-memory transpose around it
-    (sm_90, 4096 floats on 4 warps: 160 shuffles, 48 shared loads, 48 stores); in blocks of 4 each thread scans
-    the 4 elements of its own 16-byte load and only the block totals cross lanes (40, 8, 8)."""
+    """An inclusive cumsum of a (1, n) row tile (float32, or int64: exact, the prefixes by subtraction wrap as
+    the sums do) in `levels` levels of `width`-element blocks (MEMORY_TUNING["scan_split_width"]): the tile viewed
+    as (n / width, width) is scanned along its short axis, each block offset by the exclusive prefix of the block
+    totals (themselves scanned the same way, one level down); the last level is a plain ct.cumsum. Returns
+    (scanned tile, the tile's total). A plain ct.cumsum of a long row is lowered as a warp scan per register
+    across lanes with a shared-memory transpose around it (sm_90, 4096 floats on 4 warps: 160 shuffles, 48
+    shared loads, 48 stores); in blocks of 4 each thread scans the 4 elements of its own 16-byte load and only
+    the block totals cross lanes (40, 8, 8)."""
     cur, length, stack = f"ct.reshape({tile}, ({n},))", n, []
     for lvl in range(levels - 1):
         if length % width or length < 2 * width:
@@ -170,7 +171,7 @@ class _Scan:
         self.ws_lines: list[str] = []
         self.mma_dtype: str | None = None  # cumsum chunks as tri @ x on tensor cores (MEMORY_TUNING["scan_mma"])
         self.fused = False  # segments in one kernel, prefixes by look-back (MEMORY_TUNING["scan_fused_segments"])
-        self.split = split_levels(gen.L) if kind == "cumsum" and acc == "ct.float32" else None
+        self.split = split_levels(gen.L) if kind == "cumsum" else None  # float32 or exact int64
         self.split_total: str | None = None
         self.grid: tuple[int, ...] | None = None
 
@@ -429,9 +430,10 @@ class _LookBack:
     """A long float cumsum in one pass (MEMORY_TUNING["scan_lookback"]; by default rows too few for a chunk loop
     each, ["scan_lookback_rows"]): one chunk per block, taken in the order of an atomic ticket (so every earlier
     chunk's block is already running: no block waits on one that has not started), chunk-major across scan lines
-    by default (["scan_lookback_chunk_major"]). Each block scans its chunk, publishes the chunk total with flag 1, walks back over the earlier
-    chunks of its scan line adding their totals until one carries flag 2 (a running prefix, which ends the walk),
-    publishes its own running prefix with flag 2, then stores its chunk plus the prefix. Flag and float32 value
+    by default (["scan_lookback_chunk_major"]). Each block scans its chunk, publishes the chunk total with flag 1,
+    walks back over the earlier chunks of its scan line adding their totals until one carries flag 2 (a running
+    prefix, which ends the walk), publishes its own running prefix with flag 2, then stores its chunk plus the
+    prefix. Flag and float32 value
     travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes both and one atomic read sees
     a consistent pair: no ordering between separate stores is needed. A scan line's first chunk publishes flag 2
     at once. Rows (`row` layout): one scan line per block, scalar words. A scan over a middle dim (`col`): the

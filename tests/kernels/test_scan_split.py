@@ -20,6 +20,9 @@ CASES = {  # name: (forward, input, MEMORY_TUNING overrides, a phrase of the ker
     "segmented": ("torch.cumsum(x, -1)", "torch.randn(2, 100000)", {"scan_lookback_rows": False},
                   "segments whose totals are scanned first"),
     "look_back": ("torch.cumsum(x, -1)", "torch.randn(2, 100000)", {}, "decoupled look-back"),
+    "int64_exact": ("torch.cumsum(x, -1)", "torch.randint(-2**40, 2**40, (3, 4096))", {}, "tile (1, 4096)"),
+    "int64_chunk_loop_ragged": ("torch.cumsum(x, -1)", "torch.randint(-9, 9, (3, 9000))",
+                                {"scan_min_blocks": 0}, "chunks with a carry"),
     "look_back_exclusive_fp16": ("torch.cumsum(x, -1) - x", "torch.randn(3, 30000).half()", {},
                                  "decoupled look-back"),
 }
@@ -48,15 +51,14 @@ def test_split_row_scans(name, levels, monkeypatch):
 
 
 def test_split_scan_only_for_single_row_float_tiles(monkeypatch):
-    """Short rows stacked several per tile, scans over a middle dim and integer cumsums keep ct.cumsum; width 0
-    (the default) is off everywhere."""
+    """Short rows stacked several per tile and scans over a middle dim keep ct.cumsum; width 0 (the default) is
+    off everywhere."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
     monkeypatch.setitem(MEMORY_TUNING, "scan_split_width", 4)
     for forward, inputs in (("torch.cumsum(x, -1)", "torch.randn(4096, 100)"),  # stacked short rows
-                            ("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64)"),  # a middle dim
-                            ("torch.cumsum(x, -1)", "torch.randint(0, 9, (4, 4096))")):  # int64, exact
+                            ("torch.cumsum(x, 1)", "torch.randn(2, 4096, 64)")):  # a middle dim
         spec = snippet_spec(module_model("", forward, "x"), f"[{inputs}]", "scan")
         assert "sm0 = " not in generate_kernel(spec).code, forward
     monkeypatch.setitem(MEMORY_TUNING, "scan_split_width", 0)
