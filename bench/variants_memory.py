@@ -343,8 +343,10 @@ SCOPE_CASES = [
      "def forward(self, x):\n        return x.cumsum(-1) - x", "[torch.randn(128, 65536)]", "mem", None),
 ]
 for _case in SCOPE_CASES:
-    VARIANTS[_case[1]] = [("one pass by look-back (default since session 14)", {}),
-                          ("chunk loop / segments (before session 14)", {"scan_lookback_rows": False})]
+    VARIANTS[_case[1]] = [("one pass by look-back, split scan (default since session 15)", {}),
+                          ("one pass by look-back, plain ct.cumsum (session 14)", {"scan_split_width": 0}),
+                          ("chunk loop / segments, plain ct.cumsum (before session 14)",
+                           {"scan_lookback_rows": False, "scan_split_width": 0})]
 
 # the look-back variants name what they change from the look-back as it was before session 14 (line by line, no
 # occupancy hint, the compiler's TMA loads and stores), not from today's look-back defaults
@@ -354,9 +356,10 @@ for _label in ("cumsum 64x1048576 fp32 (chunked carry)", "cumsum dim=1 64x4096x6
     VARIANTS[_label] = [(name, dict(LOOKBACK_BASE, **knobs) if knobs.get("scan_lookback") else knobs)
                         for name, knobs in VARIANTS[_label]]
 
-# row cumsums scanned in blocks of 4 elements, 2 or 3 levels (session 15, scan_split_width / scan_split_levels):
-# sm_90, 4096 floats on 4 warps, 160 -> 40 / 26 shuffles, 48 -> 16 / 21 shared loads
-SPLIT = [("split scan, blocks of 4, 2 levels", {"scan_split_width": 4, "scan_split_levels": 2}),
+# row cumsums scanned in blocks of 4 elements, 2 or 3 levels (session 15, scan_split_width / scan_split_levels; the
+# default since): sm_90, 4096 floats on 4 warps, 160 -> 40 / 26 shuffles, 48 -> 16 / 21 shared loads
+SPLIT = [("plain ct.cumsum (before session 15)", {"scan_split_width": 0}),
+         ("split scan, blocks of 4, 2 levels", {"scan_split_width": 4, "scan_split_levels": 2}),
          ("split scan, blocks of 4, 3 levels", {"scan_split_width": 4, "scan_split_levels": 3})]
 for _label in ["cumsum 64x1048576 fp32 (chunked carry)", "cumsum 4096x4096 fp32"]:
     VARIANTS[_label] = VARIANTS[_label] + SPLIT
@@ -369,13 +372,10 @@ VARIANTS["cumsum 4096x4096 fp32"] += [
     (f"split scan, blocks of 4, 2 levels, occupancy {occ}", {"scan_split_width": 4, "scan_single_occupancy": occ})
     for occ in (6, 8)]
 for _case in SCOPE_CASES:
-    VARIANTS[_case[1]] += [("one pass by look-back, " + name, knobs) for name, knobs in SPLIT] + [
-        ("chunk loop / segments, split scan, blocks of 4, 2 levels",
-         {"scan_split_width": 4, "scan_lookback_rows": False})]
-# an integer cumsum (int64 accumulation, exact) scanned the same way
-SPLIT_CASES = [("scan", "cumsum 4096x4096 int64", "def forward(self, x):\n        return x.cumsum(-1)",
-                "[torch.randint(-1000, 1000, (4096, 4096))]", "mem", None)]
-VARIANTS["cumsum 4096x4096 int64"] = [("plain ct.cumsum", {})] + SPLIT
+    VARIANTS[_case[1]] += [("one pass by look-back, split scan, blocks of 4, 3 levels", {"scan_split_levels": 3}),
+                           ("chunk loop / segments, split scan, blocks of 4, 2 levels", {"scan_lookback_rows": False})]
+# (session 15 also timed an int64 4096x4096 cumsum split the same way: 0.078 -> 0.095 ms, slower; int64 scans keep
+# ct.cumsum, see MEMORY_TUNING["scan_split_width"])
 
 
 def _tables() -> list[dict]:
@@ -422,7 +422,7 @@ def main() -> int:
         print("bench/variants_memory.py needs a CUDA GPU", file=sys.stderr)
         return 2
     t0 = time.time()
-    by_label = {c[1]: c for c in CASES + SCOPE_CASES + SPLIT_CASES}
+    by_label = {c[1]: c for c in CASES + SCOPE_CASES}
     rows = [["case", "variant", "check", "ms", "of copy", "vs eager"]]
     for label, variants in VARIANTS.items():
         if args.only and args.only not in label:

@@ -117,8 +117,8 @@ def generate(spec: KernelSpec) -> KernelSource:
 
 
 def split_levels(L) -> tuple[int, int] | None:
-    """(width, levels) of a split row cumsum (emit_split_cumsum) for this layout, or None for a plain ct.cumsum:
-    one row per tile (BO == 1) of a multiple of MEMORY_TUNING["scan_split_width"] elements (0: off)."""
+    """(width, levels) of a split float row cumsum (emit_split_cumsum) for this layout, or None for a plain
+    ct.cumsum: one row per tile (BO == 1) of a multiple of MEMORY_TUNING["scan_split_width"] elements (0: off)."""
     width = int(MEMORY_TUNING["scan_split_width"] or 0)
     if width < 2 or L.kind != "row" or L.BO != 1 or L.BR % width or L.BR < 2 * width:
         return None
@@ -130,14 +130,13 @@ def split_note(split: tuple[int, int]) -> str:
 
 
 def emit_split_cumsum(k, tile: str, n: int, width: int, levels: int) -> tuple[str, str]:
-    """An inclusive cumsum of a (1, n) row tile (float32, or int64: exact, the prefixes by subtraction wrap as
-    the sums do) in `levels` levels of `width`-element blocks (MEMORY_TUNING["scan_split_width"]): the tile viewed
-    as (n / width, width) is scanned along its short axis, each block offset by the exclusive prefix of the block
-    totals (themselves scanned the same way, one level down); the last level is a plain ct.cumsum. Returns
-    (scanned tile, the tile's total). A plain ct.cumsum of a long row is lowered as a warp scan per register
-    across lanes with a shared-memory transpose around it (sm_90, 4096 floats on 4 warps: 160 shuffles, 48
-    shared loads, 48 stores); in blocks of 4 each thread scans the 4 elements of its own 16-byte load and only
-    the block totals cross lanes (40, 8, 8)."""
+    """An inclusive float32 cumsum of a (1, n) row tile in `levels` levels of `width`-element blocks
+    (MEMORY_TUNING["scan_split_width"], 4 by default): the tile viewed as (n / width, width) is scanned along its
+    short axis, each block offset by the exclusive prefix of the block totals (themselves scanned the same way,
+    one level down); the last level is a plain ct.cumsum. Returns (scanned tile, the tile's total). A plain
+    ct.cumsum of a long row is lowered as a warp scan per register across lanes with a shared-memory transpose
+    around it (sm_90, 4096 floats on 4 warps: 160 shuffles, 48 shared loads, 48 stores); in blocks of 4 each
+    thread scans the 4 elements of its own 16-byte load and only the block totals cross lanes (40, 8, 8)."""
     cur, length, stack = f"ct.reshape({tile}, ({n},))", n, []
     for lvl in range(levels - 1):
         if length % width or length < 2 * width:
@@ -171,7 +170,7 @@ class _Scan:
         self.ws_lines: list[str] = []
         self.mma_dtype: str | None = None  # cumsum chunks as tri @ x on tensor cores (MEMORY_TUNING["scan_mma"])
         self.fused = False  # segments in one kernel, prefixes by look-back (MEMORY_TUNING["scan_fused_segments"])
-        self.split = split_levels(gen.L) if kind == "cumsum" else None  # float32 or exact int64
+        self.split = split_levels(gen.L) if kind == "cumsum" and acc == "ct.float32" else None
         self.split_total: str | None = None
         self.grid: tuple[int, ...] | None = None
 
