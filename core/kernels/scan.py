@@ -432,9 +432,8 @@ class _LookBack:
     by default (["scan_lookback_chunk_major"]). Each block scans its chunk, publishes the chunk total with flag 1,
     walks back over the earlier chunks of its scan line adding their totals until one carries flag 2 (a running
     prefix, which ends the walk), publishes its own running prefix with flag 2, then stores its chunk plus the
-    prefix. Flag and float32 value
-    travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes both and one atomic read sees
-    a consistent pair: no ordering between separate stores is needed. A scan line's first chunk publishes flag 2
+    prefix. Flag and float32 value travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes
+    both and one atomic read sees a consistent pair: no ordering between separate stores is needed. A scan line's first chunk publishes flag 2
     at once. Rows (`row` layout): one scan line per block, scalar words. A scan over a middle dim (`col`): the
     block's BI inner positions are BI scan lines, one word each, each lane walking back on its own. With
     MEMORY_TUNING["scan_lookback_all"] a row's block instead reads every earlier chunk's total in one vector of
@@ -572,13 +571,13 @@ class _LookBack:
         t, env, ctx = gen.load_tile("c")
         early = bool(MEMORY_TUNING["scan_lookback_early_total"])
         split = None if self.col or early else split_levels(L)
-        if split:  # the chunk's total from the split scan's block totals
+        # chunk totals (the last chunk's padding lanes count here, but no later chunk reads its total)
+        if split:  # rows: y and the total from the split scan (scan_split_width)
             _, total = emit_split_cumsum(k, t, L.BR, *split)
             k(f"agg = {total}")
-        elif not early:
-            k(f"y = ct.cumsum({t}, axis={L.axis})")
-        # chunk totals (the last chunk's padding lanes count here, but no later chunk reads its total)
-        if not split:
+        else:
+            if not early:
+                k(f"y = ct.cumsum({t}, axis={L.axis})")
             k(f"agg = ct.reshape(ct.sum({t}, axis=1), ({L.BI},))" if self.col else f"agg = ct.sum({t})")
         prefix = self.emit_look_back(k, status)
         if early:  # the total published before the chunk's own scan
