@@ -96,6 +96,8 @@ def generate(spec: KernelSpec) -> KernelSource:
             and layout.BO == 1 and layout.BR >= 16 * _MMA_W):
         exact = in_dtype in ("float16", "bfloat16") and not parts.prologue
         scan.mma_dtype = CT_DTYPES[in_dtype] if exact else "ct.tfloat32"
+    if scan.mma_dtype:  # tensor-core scans replace the split one
+        scan.split = None
     scan.emit()
     doc = (f"{', '.join(spec.operations)}: {kind} along dim {dims} of {shape} as {layout.kind} "
            f"{layout.view_shape}, tile {layout.tile}"
@@ -107,7 +109,7 @@ def generate(spec: KernelSpec) -> KernelSource:
                f", each {_MMA_W}-wide block scanned on tensor cores (block @ upper-triangular ones"
                + (", tf32 hi + lo" if scan.mma_dtype == "ct.tfloat32" else "") + "), then block prefixes")
               if scan.mma_dtype else "")
-           + (split_note(scan.split) if scan.split and not scan.mma_dtype else ""))
+           + (split_note(scan.split) if scan.split else ""))
     if scan.fused:
         return gen.finish(doc, grid=scan.grid, extra_lines=scan.ws_lines)
     if scan.segments > 1:
@@ -185,7 +187,7 @@ class _Scan:
         k, ax = self.k, self.L.axis
         if self.kind == "cumsum" and self.mma_dtype and self.L.kind == "row":
             return self.scan_rows_mma(t)
-        if self.split and not self.mma_dtype:
+        if self.split:
             y, self.split_total = emit_split_cumsum(k, t, self.L.BR, *self.split)
             return [y]
         if self.kind == "cumsum" and self.mma_dtype:  # (1, BR, BI): tri (BR x BR) @ chunk (BR x BI)
@@ -570,7 +572,7 @@ class _LookBack:
             L.chunk_tma = bool(MEMORY_TUNING["scan_lookback_load_tma"])
         t, env, ctx = gen.load_tile("c")
         early = bool(MEMORY_TUNING["scan_lookback_early_total"])
-        split = None if self.col or early else split_levels(L)
+        split = None if early else split_levels(L)  # (rows only: split_levels is None for a middle dim)
         # chunk totals (the last chunk's padding lanes count here, but no later chunk reads its total)
         if split:  # rows: y and the total from the split scan (scan_split_width)
             _, total = emit_split_cumsum(k, t, L.BR, *split)
