@@ -57,7 +57,19 @@ EXTRA_CASES = [
     # GPT-2's vocabulary: 13 chunks of 4096, no divisor near 16384 (two passes, or ragged split rows)
     ("softmax", "softmax rows 4096x50257 fp32 (two-pass rows)", "def forward(self, x):\n        return torch.softmax(x, -1)",
      "[torch.randn(4096, 50257)]", "mem", None),
+    ("softmax", "log_softmax rows 4096x50257 bf16 (two-pass rows)", "def forward(self, x):\n        return torch.log_softmax(x, -1)",
+     "[torch.randn(4096, 50257).to(torch.bfloat16)]", "mem", None),
+    # the same split (4, 4, 4, 1 chunks of 4096) over rows whose stride is a multiple of 16 bytes: 50257-float rows
+    # start misaligned, so their loads and stores are 32-bit (sm_90: 128 LDG.E per thread), not 128-bit or TMA
+    ("softmax", "softmax rows 4096x50256 fp32 (two-pass rows, aligned)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(4096, 50256)]", "mem", None),
 ]
+
+def _flat(tile: int, elems: int, tma: bool, occupancy: int) -> dict:
+    """Every knob of the flat softmax form (softmax_flat.py), so a variant stays the same when defaults move."""
+    return {"softmax_flat_tile": tile, "softmax_flat_elems": elems, "softmax_flat_tma": tma,
+            "softmax_flat_occupancy": occupancy}
+
 
 # name -> TUNING overrides; "old" reproduces last session's generator (non-persistent, no hints, small tiles)
 VARIANTS = {
@@ -135,6 +147,26 @@ VARIANTS = {
     # last 4.5 full); 7 chunks of 8192, one per block (the last 0.13 full)
     "ssplit2k_5x5": {"chunk": 2048, "long_tile_elems": 2048, "softmax_split_elems": 10240},
     "ssplit8k_7": {"chunk": 8192, "softmax_split_elems": 8192},
+    # rows off 16-byte alignment through aligned tiles of the flat tensor (softmax_flat.py, session 16; sm_90,
+    # softmax 4096x50257 fp32: split rows 128 LDG.E + 128 STG.E of 32 bits per thread; flat 16384 per block R244,
+    # 32 LDG.E.128 + 96 STG.E.128 (three branches per tile); zero padding: 64 UTMALDG.1D, R128). H200, same run:
+    # split rows 0.704 ms | flat 16384 0.764 | + TMA loads 0.624 | 8192 at occupancy 4 0.547 | + TMA loads 0.513
+    # (R64, 8-byte frame; the default since) | TMA loads in tiles of 2048, 16384 per block 0.827. Each variant
+    # names every flat knob (tile, elements per block, TMA loads, occupancy)
+    "noflat": {"softmax_flat": False},
+    "flat16k": _flat(4096, 16384, False, 2),
+    "flattma16k": _flat(4096, 16384, True, 2),
+    "flat8k_occ4": _flat(4096, 8192, False, 4),
+    "flattma8k_occ4": _flat(4096, 8192, True, 4),
+    # around the best: occupancy 3 (R80, no frame), 4 tiles of 2048 (R64, no frame), 12288 at 3 (R80, 8 bytes)
+    "flattma8k_occ3": _flat(4096, 8192, True, 3),
+    "flattma8k_2k_occ4": _flat(2048, 8192, True, 4),
+    "flattma12k_occ3": _flat(4096, 12288, True, 3),
+    # 16-bit rows held as loaded, widened at each use (softmax_flat_narrow; sm_90, log_softmax 4096x50257 bf16:
+    # 8192 at occupancy 4 R64 with a 16-byte frame -> no frame; 12288 at 3 R80, 16384 at 2 R128, no frame)
+    "flatnarrow": {"softmax_flat_narrow": True},
+    "flatnarrow12k_occ3": {"softmax_flat_narrow": True, "softmax_flat_elems": 12288, "softmax_flat_occupancy": 3},
+    "flatnarrow16k_occ2": {"softmax_flat_narrow": True, "softmax_flat_elems": 16384, "softmax_flat_occupancy": 2},
     # group norm groups split in about 16384 / 8192 elements, the last segment short (session 10, off; sm_90
     # R128, zero frame for group_norm(32)+silu 32x256x56x56 fp16: 2 segments of 4 chunks / 4 of 2)
     "gnsplit16k_ragged": {"norm_split_groups": True, "norm_split_ragged": True, "norm_split_elems": 16384},
@@ -210,7 +242,9 @@ def variants_for(label: str, family: str) -> list[str]:
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
             else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8", "split_ldg"] if "131072" in label else []) + (
             ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
-             "ssplit28k_ww8", "ssplit2k_5x5", "ssplit8k_7"] if "50257" in label else [])
+             "ssplit28k_ww8", "ssplit2k_5x5", "ssplit8k_7", "noflat", "flat16k", "flattma16k",
+             "flat8k_occ4", "flattma8k_occ4", "flattma8k_occ3", "flattma8k_2k_occ4", "flattma12k_occ3", "flatnarrow",
+             "flatnarrow12k_occ3", "flatnarrow16k_occ2"] if "50257" in label else [])
     if "global pool" in label:
         names += ["occ4stacked"]
     if "batch_norm" in label:

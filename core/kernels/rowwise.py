@@ -181,6 +181,21 @@ TUNING = {
     # Same run, segment sizes: 13 blocks of one chunk at occupancy 4 0.677, at 2 0.819; 5 of 3 chunks 0.751;
     # 3 of 5 0.837; 2 of 7 on 8 warps 0.784
     "split_skip_repeats": False,
+    # softmax / log_softmax rows longer than one chunk whose stride is not a multiple of 16 bytes (50257 float32)
+    # read once through aligned tiles of the flat tensor (softmax_flat.py) instead of the split rows' 32-bit
+    # element accesses: softmax_flat_tile elements per tile, about softmax_flat_elems per block, zero-padded
+    # loads that tileiras stages through TMA (softmax_flat_tma; else -inf padding and 128-bit loads), allow_tma on
+    # the stores (None: the compiler's 1D TMA stores), the occupancy hint. H200, session 16, same run, device
+    # time, softmax 4096x50257 fp32 (copy 0.389 ms): split rows 0.704 (0.55 of a copy) | flat, 16384 per block at
+    # occupancy 2 0.764 | + TMA loads 0.624 | 8192 at occupancy 4 0.547 | **+ TMA loads 0.513 (0.76, 1.51x eager;
+    # sm_90 R64, 8-byte frame)** | TMA loads, tiles of 2048, 16384 per block 0.827 (bench/variants_rowwise.py)
+    "softmax_flat": True,
+    "softmax_flat_tile": 4096,
+    "softmax_flat_elems": 8192,
+    "softmax_flat_tma": True,
+    "softmax_flat_store_tma": False,
+    "softmax_flat_occupancy": 4,
+    "softmax_flat_narrow": False,
     # allow_tma on the chunk loads of split-row kernels (None: TUNING["chunk_load_tma"], the compiler's TMA).
     # sm_90, layer_norm 2048x65536 fp32 in 16384s: TMA R128 with a 112-byte spill frame and 107 KB of shared
     # staging per block; plain loads R217, no frame, 1 KB (2 blocks per SM either way). TMA stays faster: H200,

@@ -13,6 +13,7 @@ from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr_math import fast_exp
 from .rowwise import TUNING, SameShapeGen, choose_tiles_full_row, decode, make_layout, norm_dims, split_spec
+from .softmax_flat import flat_plan, generate_flat
 from .softmax_split import emit_split_row, split_plan
 from .softmax_words import generate_words, words_fit
 
@@ -36,6 +37,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     gen = SameShapeGen(spec, parts, layout)
     if wide and TUNING["softmax_wide_worker_warps"]:
         gen.kernel.options["num_worker_warps"] = int(TUNING["softmax_wide_worker_warps"])
+    if flat := flat_plan(parts, layout):  # rows off 16-byte alignment: aligned tiles of the flat tensor
+        return generate_flat(gen, *flat, log, safe, _exp)
     split = split_plan(gen)
     what = "log_softmax" if log else "softmax"
     if split:  # rows split over cooperating blocks, read once

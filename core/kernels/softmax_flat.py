@@ -1,0 +1,217 @@
+"""softmax / log_softmax of long rows whose stride is not a multiple of 16 bytes (TUNING["softmax_flat"]), read
+once through the flat tensor in aligned tiles.
+
+A row of 50257 float32 (GPT-2's vocabulary) starts 4 bytes past a 16-byte boundary on every other row, so the
+element tiles of the row layout cannot use TMA or 128-bit accesses: the specialized sm_90 SASS of the split-row
+softmax (softmax_split.py) loads and stores such rows with 128 LDG.E and 128 STG.E of 32 bits per thread, where
+a 50256-float row gets 64 TMA tile loads and 48 STG.E.128. Here the tensor is one flat run of O * R elements cut
+into blocks of K aligned tiles of T; block b takes the flat range [b*K*T, (b+1)*K*T), which (K*T <= R + 1)
+touches at most two rows: ra = b*K*T // R and ra + 1. Each block
+
+  1. takes an atomic ticket (blocks start in ticket order, as split_rows.py's),
+  2. loads its K tiles into registers (elements past the tensor at -inf: the padding, or with
+     TUNING["softmax_flat_tma"] zero padding, which lets tileiras load through TMA, and a mask on the tensor's
+     last tile; the last block's slots wholly past the tensor load nothing and store nothing),
+  3. reduces them to (max, sum of exponentials) for each of its two rows (elements at or past the flat index
+     (ra + 1) * R belong to the second) and publishes the four as flagged status words,
+  4. spins until every block touching rows ra and ra + 1 has published (at most W, a power of two), merges
+     their statistics per row (a block's first-row pair counts for its first row, its second-row pair for the
+     next), and
+  5. stores its K tiles normalized by the statistics of each element's row, whole and aligned.
+
+Every block carries K*T elements (no short last segment as in split rows of 13 chunks, 4 + 4 + 4 + 1), and
+every flat tile is written by one block. Deadlock-free as split_rows.py: a block only waits for blocks of its
+two rows, at most W - 1 tickets away, so W resident blocks always let the lowest waiting one finish.
+
+Requirements (else the split or two-pass row forms): the reduced dim last, rows of more than one chunk, the
+row stride not a multiple of 16 bytes, a multiple of 16 elements in all (else tileiras cannot vectorize the
+flat view: sm_90, softmax 8x50257 float32 loads with 128 LDG.E and spills 672 bytes, 16x50257 with 32
+LDG.E.128 and no spill), no fused prologue or epilogue, one output in the input's dtype, and flat indices that
+fit int32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from .base import KernelSource, pow2_at_least
+from .rowwise import TUNING, cdiv, ct_dtype
+from .split_rows import FLAGGED, RELAXED, flag_word, word_value
+
+if TYPE_CHECKING:
+    from .rowwise import Layout, Parts, SameShapeGen
+
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+_NAMES = ("ma", "la", "mb", "lb")  # (max, sum of exp) of the block's first row, then of its second
+
+
+def flat_plan(parts: Parts, layout: Layout) -> tuple[int, int] | None:
+    """(tile T, tiles per block K) for a flat split softmax of these rows, or None where it does not apply."""
+    spec = parts.spec
+    x = parts.inputs.get(parts.main)
+    if not TUNING["softmax_flat"] or x is None or x.dtype not in _ITEMSIZE or layout.kind != "row":
+        return None
+    R = layout.R
+    if (layout.nch < 2 or (R * _ITEMSIZE[x.dtype]) % 16 == 0 or (layout.O * R) % 16 or parts.prologue
+            or parts.epilogue
+            or len(spec.outputs) != 1 or spec.outputs[0].dtype != x.dtype
+            or spec.outputs[0].graph_value != parts.anchor.node):
+        return None
+    T = int(TUNING["softmax_flat_tile"])
+    K = max(1, min(int(TUNING["softmax_flat_elems"]) // T, (R + 1) // T))  # K*T <= R + 1: at most two rows
+    if T > R + 1 or layout.O * R + K * T >= 2 ** 31:
+        return None
+    return T, K
+
+
+def window(R: int, KT: int) -> int:
+    """Blocks that rows ra and ra + 1 touch, at most (from block ra*R // KT to ((ra+2)*R - 1) // KT), as a power
+    of two."""
+    return pow2_at_least((2 * R - 1) // KT + 2)
+
+
+def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp) -> KernelSource:
+    parts, L, kern = gen.parts, gen.L, gen.kernel
+    x = parts.inputs[parts.main]
+    O, R = L.O, L.R
+    F, KT = O * R, K * T
+    NB = cdiv(F, KT)
+    W = window(R, KT)
+    k = kern.body
+    occupancy = TUNING["softmax_flat_occupancy"]
+    if occupancy:
+        kern.options["occupancy"] = int(occupancy)
+    view = kern.tensor(f"v_{x.name}", f"v_{x.name}", prep=f"v_{x.name} = {x.name}.contiguous().reshape(-1)")
+    (oname, out), = gen.out_views
+    kern.tensor(oname, f"{out.name}.reshape(-1)")
+    ticket = kern.tensor("sm_ticket", "sm_ticket")
+    status = {v: kern.tensor(f"st_{v}", f"sm_st_{v}") for v in _NAMES}
+    lat = TUNING["load_latency"]
+    hints = (f", latency={int(lat)}" if lat else "") + (
+        "" if TUNING["split_chunk_tma"] is None else f", allow_tma={bool(TUNING['split_chunk_tma'])}")
+    k(f"tid = ct.atomic_add({ticket}, 0, 1, {RELAXED})")
+    k(f"ra = tid * {KT} // {R}")
+    k(f"bound = (ra + 1) * {R}")  # flat index of row ra + 1's first element
+    k(f"lane = ct.arange({T}, dtype=ct.int32)")
+    NT = cdiv(F, T)
+    past = [i for i in range(K) if (NB - 1) * K + i >= NT]  # slots wholly past the tensor in the last block
+    # 16-bit inputs held as loaded, widened at each use (TUNING["softmax_flat_narrow"]): half the registers
+    narrow = bool(TUNING["softmax_flat_narrow"]) and x.dtype != "float32"
+    held = ct_dtype(x.dtype) if narrow else "ct.float32"
+    widen = "" if narrow else ".astype(ct.float32)"
+    tma = bool(TUNING["softmax_flat_tma"])  # zero padding (TMA loads) and a mask past the tensor; else -inf padding
+    for i in range(K):
+        tile = f"tid * {K} + {i}"
+        load = (f"x{i} = ct.load({view}, index=({tile},), shape=({T},), "
+                f"padding_mode=ct.PaddingMode.{'ZERO' if tma else 'NEG_INF'}{hints}){widen}")
+        if i in past:  # (block-uniform branches)
+            with k.block(f"if {tile} < {NT}:"):
+                k(load)
+            with k.block("else:"):
+                k(f"x{i} = ct.full(({T},), -math.inf, dtype={held})")
+        else:
+            k(load)
+        if tma and F % T and i == (NT - 1) % K:  # the tensor's last tile, zero-padded: its tail to -inf
+            with k.block(f"if {tile} == {NT - 1}:"):
+                k(f"x{i} = ct.where(lane < {F % T}, x{i}, -math.inf)" + (f".astype({held})" if narrow else ""))
+        k(f"cut{i} = bound - ({tile}) * {T}")  # the tile's elements from lane cut<i> on are row ra + 1's
+    xf = [f"x{i}.astype(ct.float32)" if narrow else f"x{i}" for i in range(K)]
+    one = "ct.full((1,), {}, dtype=ct.float32)"
+    k(f"ma = {one.format('-math.inf')}")
+    k(f"mb = {one.format('-math.inf')}")
+    for i in range(K):  # the row maxima: one reduction per tile, two for the tile a row boundary cuts
+        _by_row(k, i, T, [f"ma = ct.maximum(ma, ct.max({xf[i]}, axis=0, keepdims=True))"],
+                [f"mb = ct.maximum(mb, ct.max({xf[i]}, axis=0, keepdims=True))"],
+                [f"ma = ct.maximum(ma, ct.max(ct.where(lane >= cut{i}, -math.inf, {xf[i]}), axis=0, keepdims=True))",
+                 f"mb = ct.maximum(mb, ct.max(ct.where(lane >= cut{i}, {xf[i]}, -math.inf), axis=0, keepdims=True))"])
+    k("ra_ref = ct.where(ma == -math.inf, 0.0, ma)")  # a row part of -inf only: its sum is 0 whatever the reference
+    k("rb_ref = ct.where(mb == -math.inf, 0.0, mb)")
+    k(f"la = {one.format('0.0')}")
+    k(f"lb = {one.format('0.0')}")
+    for i in range(K):
+        _by_row(k, i, T, [f"la = la + ct.sum({exp(f'{xf[i]} - ra_ref')}, axis=0, keepdims=True)"],
+                [f"lb = lb + ct.sum({exp(f'{xf[i]} - rb_ref')}, axis=0, keepdims=True)"],
+                [f"e = {exp(f'{xf[i]} - ct.where(lane >= cut{i}, rb_ref, ra_ref)')}",
+                 f"la = la + ct.sum(ct.where(lane >= cut{i}, 0.0, e), axis=0, keepdims=True)",
+                 f"lb = lb + ct.sum(ct.where(lane >= cut{i}, e, 0.0), axis=0, keepdims=True)"])
+    for v in _NAMES:
+        k(f"ct.atomic_xchg({status[v]}, (tid,), {flag_word('1', f'ct.sum({v})')}, {RELAXED})")
+    # the blocks of rows ra and ra + 1, lanes past the last one repeating it
+    k(f"first = ra * {R} // {KT}")
+    k(f"last = ct.minimum(((ra + 2) * {R} - 1) // {KT}, {NB - 1})")
+    k(f"wj = first + ct.arange({W}, dtype=ct.int32)")
+    k("j = ct.minimum(wj, last)")
+
+    def read():
+        for v in _NAMES:
+            k(f"w_{v} = ct.atomic_add({status[v]}, (j,), 0, {RELAXED})")
+        k("w_min = ct.minimum(ct.minimum(w_ma, w_la), ct.minimum(w_mb, w_lb))")
+
+    read()
+    with k.block(f"while ct.min(w_min) < {FLAGGED}:"):
+        read()
+    for v in _NAMES:
+        k(f"a_{v} = {word_value(f'w_{v}')}")
+    k(f"rj = j * {KT} // {R}")  # each block's first row
+    k("live = wj <= last")
+    for r, row in (("0", "ra"), ("1", "ra + 1")):
+        k(f"own{r} = live & (rj == {row})")  # blocks starting in the row: their first-row pair
+        k(f"prev{r} = live & (rj + 1 == {row})")  # blocks starting in the row before: their second-row pair
+        k(f"m{r} = ct.where(own{r}, a_ma, ct.where(prev{r}, a_mb, -math.inf))")
+        k(f"l{r} = ct.where(own{r}, a_la, ct.where(prev{r}, a_lb, 0.0))")
+        k(f"M{r} = ct.max(m{r})")
+        if safe:  # a row of -inf gives zeros (exp(-inf - -inf) would be NaN)
+            k(f"M{r} = ct.where(M{r} == -math.inf, 0.0, M{r})")
+        k(f"S{r} = ct.sum(ct.where(m{r} == -math.inf, 0.0, l{r} * {exp(f'm{r} - M{r}')}))")
+        if log:
+            k(f"Z{r} = M{r} + ct.log(S{r})")
+        else:
+            k(f"Q{r} = 1.0 / S{r}")
+    odt = ct_dtype(out.dtype)
+    tma_out = TUNING["softmax_flat_store_tma"]
+    store_hint = "" if tma_out is None else f", allow_tma={bool(tma_out)}"
+    cast = "" if odt == "ct.float32" else f".astype({odt})"
+    for i in range(K):
+        def y(r: str) -> str:  # the output of tile i's elements of row r ("0", "1", or "cut": by lane)
+            pick = (lambda a, b: f"ct.where(lane >= cut{i}, {b}, {a})") if r == "cut" else (
+                lambda a, b: b if r == "1" else a)
+            if log:
+                return f"y = {xf[i]} - {pick('Z0', 'Z1')}"
+            return f"y = {exp(f'{xf[i]} - ' + pick('M0', 'M1'))} * {pick('Q0', 'Q1')}"
+
+        store = [f"ct.store({oname}, index=(tid * {K} + {i},), tile=y{cast}{store_hint})"]
+        if safe and not log:
+            zero = {r: [f"y = ct.where({('ct.where(lane >= cut%d, S1, S0)' % i) if r == 'cut' else 'S' + r} == 0.0, "
+                        "0.0, y)"] for r in ("0", "1", "cut")}
+        else:
+            zero = {r: [] for r in ("0", "1", "cut")}
+        with k.block(f"if tid * {K} + {i} < {NT}:") if i in past else contextlib.nullcontext():
+            _by_row(k, i, T, [y("0")] + zero["0"] + store, [y("1")] + zero["1"] + store,
+                    [y("cut")] + zero["cut"] + store)
+    p = "sm"
+    wrapper = [f"{p}_ws = torch.zeros(({2 + 4 * (NB + NB % 2)},), dtype=torch.int64, device={gen.device}.device)",
+               f"{p}_ticket = {p}_ws[:1].view(torch.int32)[:1]"]
+    for n, v in enumerate(_NAMES):
+        start = 2 + n * (NB + NB % 2)  # each status array on a 16-byte boundary
+        wrapper.append(f"{p}_st_{v} = {p}_ws[{start}:{start + NB}]")
+    what = "log_softmax" if log else "softmax"
+    doc = (f"{', '.join(gen.spec.operations)}: {what} over the last dim of {list(parts.anchor.output)}: rows of "
+           f"{R} (a stride off 16 bytes) read once as the flat tensor in aligned tiles of {T}, {K} per block "
+           f"({NB} blocks, each touching at most two rows), (max, sum of exp) per row merged through atomics "
+           f"over windows of {W} blocks")
+    return gen.finish(doc, grid=(NB,), extra_lines=wrapper)
+
+
+def _by_row(k, i: int, T: int, first: list[str], second: list[str], both: list[str]) -> None:
+    """Lines for tile `i` wholly in the block's first row, wholly in the second (or past the tensor), or cut by
+    the row boundary at lane cut<i> (a block-uniform branch)."""
+    with k.block(f"if cut{i} >= {T}:"):
+        for line in first:
+            k(line)
+    with k.block(f"elif cut{i} <= 0:"):
+        for line in second:
+            k(line)
+    with k.block("else:"):
+        for line in both:
+            k(line)
