@@ -297,11 +297,15 @@ def copy_ms(nbytes: int) -> float:
 
 
 def _index_inputs(spec):
+    bound = 65536  # embedding rows / classes of the cases
+    if any("cross_entropy" in op or "nll_loss" in op for op in spec.operations):  # targets below the class count
+        bound = min(bound, next(t.shape[1] for t in spec.inputs if t.dtype not in ("int64", "int32")))
+
     def make(t, gen):
         from tilestudio.core.kernels.checking import random_input
 
         if t.dtype in ("int64", "int32") and t.role == "activation":
-            return torch.randint(0, 65536, t.shape, generator=gen, dtype=getattr(torch, t.dtype)).cuda()
+            return torch.randint(0, bound, t.shape, generator=gen, dtype=getattr(torch, t.dtype)).cuda()
         return random_input(t, "cuda", gen)
     return make
 

@@ -374,6 +374,15 @@ VARIANTS["cumsum 4096x4096 fp32"] += [
 for _case in SCOPE_CASES:
     VARIANTS[_case[1]] += [("one pass by look-back, split scan, blocks of 4, 3 levels", {"scan_split_levels": 3}),
                            ("chunk loop / segments, split scan, blocks of 4, 2 levels", {"scan_lookback_rows": False})]
+# cross entropy over GPT-2's vocabulary: 50257-class bf16 rows start off 16-byte alignment (every row's loads are
+# 16-bit element loads in sm_90 SASS, where 65536 classes load through TMA)
+VOCAB_CASES = [
+    ("loss", "cross_entropy 4096x50257 bf16 (rows off 16 bytes)", "def forward(self, x, t):\n        return F.cross_entropy(x, t)",
+     "[torch.randn(4096, 50257, dtype=torch.bfloat16), torch.randint(0, 50257, (4096,))]", "mem", None),
+]
+VARIANTS[VOCAB_CASES[0][1]] = [("4096 x 1 row, flat tiles (default since session 16)", {}),
+                               ("4096 x 1 row, (N, C) tiles (before session 16)", {"ce_flat": False}),
+                               ("2048 x 2 rows", {"ce_cols": 2048, "ce_tile_elems": 4096})]
 # (session 15 also timed an int64 4096x4096 cumsum split the same way: 0.078 -> 0.095 ms, slower; int64 scans keep
 # ct.cumsum, see MEMORY_TUNING["scan_split_width"])
 
@@ -422,7 +431,7 @@ def main() -> int:
         print("bench/variants_memory.py needs a CUDA GPU", file=sys.stderr)
         return 2
     t0 = time.time()
-    by_label = {c[1]: c for c in CASES + SCOPE_CASES}
+    by_label = {c[1]: c for c in CASES + SCOPE_CASES + VOCAB_CASES}
     rows = [["case", "variant", "check", "ms", "of copy", "vs eager"]]
     for label, variants in VARIANTS.items():
         if args.only and args.only not in label:

@@ -162,11 +162,11 @@ VARIANTS = {
     "flattma8k_occ3": _flat(4096, 8192, True, 3),
     "flattma8k_2k_occ4": _flat(2048, 8192, True, 4),
     "flattma12k_occ3": _flat(4096, 12288, True, 3),
-    # 16-bit rows held as loaded, widened at each use (softmax_flat_narrow; sm_90, log_softmax 4096x50257 bf16:
-    # 8192 at occupancy 4 R64 with a 16-byte frame -> no frame; 12288 at 3 R80, 16384 at 2 R128, no frame)
-    "flatnarrow": {"softmax_flat_narrow": True},
-    "flatnarrow12k_occ3": {"softmax_flat_narrow": True, "softmax_flat_elems": 12288, "softmax_flat_occupancy": 3},
-    "flatnarrow16k_occ2": {"softmax_flat_narrow": True, "softmax_flat_elems": 16384, "softmax_flat_occupancy": 2},
+    # (session 16 also held 16-bit rows as loaded, widened at each use: log_softmax 4096x50257 bf16 0.374 -> 0.375
+    # ms at 8192 per block, 0.392 at 12288, 0.457 at 16384; not kept)
+    # aligned rows whose split is ragged through the flat form too (softmax_flat_aligned, the default since
+    # session 16: 4096x50256 0.544 -> 0.512 ms); every long row flat (2048x131072: 0.598 -> 0.887) is not
+    "noflataligned": {"softmax_flat_aligned": False},
     # group norm groups split in about 16384 / 8192 elements, the last segment short (session 10, off; sm_90
     # R128, zero frame for group_norm(32)+silu 32x256x56x56 fp16: 2 segments of 4 chunks / 4 of 2)
     "gnsplit16k_ragged": {"norm_split_groups": True, "norm_split_ragged": True, "norm_split_elems": 16384},
@@ -241,10 +241,10 @@ def variants_for(label: str, family: str) -> list[str]:
             ["chunkldg", "chunkldg_occ4", "chunkldg_lat"]) + (
             ["single32k_ww8", "sresident16k_ww8", "sresident28k_ww8", "lanesum", "single32k"] if "32768" in label
             else []) + (["ssplit8k", "ssplit16k", "ssplit32k_ww8", "split_ldg"] if "131072" in label else []) + (
+            ["noflataligned"] if "softmax" in label and ("131072" in label or "50256" in label) else []) + (
             ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
              "ssplit28k_ww8", "ssplit2k_5x5", "ssplit8k_7", "noflat", "flat16k", "flattma16k",
-             "flat8k_occ4", "flattma8k_occ4", "flattma8k_occ3", "flattma8k_2k_occ4", "flattma12k_occ3", "flatnarrow",
-             "flatnarrow12k_occ3", "flatnarrow16k_occ2"] if "50257" in label else [])
+             "flat8k_occ4", "flattma8k_occ4", "flattma8k_occ3", "flattma8k_2k_occ4", "flattma12k_occ3"] if "50257" in label else [])
     if "global pool" in label:
         names += ["occ4stacked"]
     if "batch_norm" in label:

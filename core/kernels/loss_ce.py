@@ -18,6 +18,16 @@ def ce_exp(x: str) -> str:
     return fast_exp(x, exp2=True) if MEMORY_TUNING["ce_exp_ftz"] else f"ct.exp({x})"
 
 
+def flat_rows(xin, N: int, C: int, BR: int, BC: int) -> bool:
+    """Whether the plain logits' class loop reads aligned tiles of the flat tensor (MEMORY_TUNING["ce_flat"]): one
+    row per block, rows whose stride is not a multiple of 16 bytes (50257 classes: every tile load of the (N, C)
+    view is 16 bits at a time in sm_90 SASS), a multiple of 16 elements in all (tileiras vectorizes the flat view
+    only then), flat indices within int32."""
+    size = {"float32": 4, "float16": 2, "bfloat16": 2}.get(xin.dtype)
+    return bool(MEMORY_TUNING["ce_flat"]) and size is not None and BR == 1 and (C * size) % 16 != 0 and (
+        (N * C) % 16 == 0 and N * C + 2 * BC < 2 ** 31)
+
+
 def class_loss(plan: LossPlan) -> KernelSource:
     rec, a = plan.rec, plan.args
     op = rec.op
@@ -87,13 +97,29 @@ def class_loss(plan: LossPlan) -> KernelSource:
         ftz = ", flush_to_zero=True" if MEMORY_TUNING["ce_exp_ftz"] else ""
         load = (f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
                 f"padding_mode=ct.PaddingMode.NEG_INF{hint}).astype(ct.float32)")
-        lines.append(f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)")
+        nchunks = -(-C // BC)
+        if flat_rows(xin, N, C, BR, BC):
+            # rows off 16-byte alignment: the row's span of aligned tiles of the flat logits, masked to the row
+            # (the tiles at its ends are shared with the neighbouring rows, read again from L2)
+            plan.views[xin.name] = f"{xin.name}.reshape(-1)"
+            NT = -(-(N * C) // BC)
+            nchunks = (C + 2 * BC - 2) // BC  # tiles a row can touch
+            lines += [f"{ind}start = pid * {C}",
+                      f"{ind}t0 = start // BC",
+                      f"{ind}xt = ct.gather({array_param(xin)}, rr * {C} + tgt, padding_value=0).astype(ct.float32)"]
+            load = "\n".join([
+                f"{li}xv = ct.reshape(ct.load({array_param(xin)}, index=(ct.minimum(t0 + j, {NT - 1}),), "
+                f"shape=(BC,), padding_mode=ct.PaddingMode.NEG_INF{hint}), (1, BC)).astype(ct.float32)",
+                f"{li}ff = (t0 + j) * BC + ct.arange(BC, dtype=ct.int32)[None, :] - start",
+                f"{li}xv = ct.where((ff >= 0) & (ff < {C}), xv, -math.inf)"])
+        else:
+            lines.append(f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)")
         if MEMORY_TUNING["ce_lane_max"]:
             # per-lane running max (log2 units) and sum; the lowest finite float as the start keeps x - m finite
             # for -inf padding (e = 0) and a lane that never sees a finite logit adds nothing at the end
             lines += [f"{ind}m = ct.full((BR, BC), {lit(-3.4028234663852886e38)}, dtype=ct.float32)",
                       f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
-                      f"{ind}for j in range({-(-C // BC)}):",
+                      f"{ind}for j in range({nchunks}):",
                       load,
                       f"{li}x2 = xv * {log2e!r}",
                       f"{li}e = ct.exp2(-ct.abs(x2 - m){ftz})",
@@ -105,7 +131,7 @@ def class_loss(plan: LossPlan) -> KernelSource:
         else:
             lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
                       f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
-                      f"{ind}for j in range({-(-C // BC)}):",
+                      f"{ind}for j in range({nchunks}):",
                       load,
                       f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
                       f"{li}l = l * ct.exp2((m - mn) * {log2e!r}{ftz}) + "

@@ -6,7 +6,7 @@ element tiles of the row layout cannot use TMA or 128-bit accesses: the speciali
 softmax (softmax_split.py) loads and stores such rows with 128 LDG.E and 128 STG.E of 32 bits per thread, where
 a 50256-float row gets 64 TMA tile loads and 48 STG.E.128. Here the tensor is one flat run of O * R elements cut
 into blocks of K aligned tiles of T; block b takes the flat range [b*K*T, (b+1)*K*T), which (K*T <= R + 1)
-touches at most two rows: ra = b*K*T // R and ra + 1. Each block
+touches at most two rows: ra = b*K*T // R and ra + 1 (TUNING["softmax_flat_*"]: T = 4096, K = 2). Each block
 
   1. takes an atomic ticket (blocks start in ticket order, as split_rows.py's),
   2. loads its K tiles into registers (elements past the tensor at -inf: the padding, or with
@@ -24,10 +24,10 @@ every flat tile is written by one block. Deadlock-free as split_rows.py: a block
 two rows, at most W - 1 tickets away, so W resident blocks always let the lowest waiting one finish.
 
 Requirements (else the split or two-pass row forms): the reduced dim last, rows of more than one chunk, the
-row stride not a multiple of 16 bytes, a multiple of 16 elements in all (else tileiras cannot vectorize the
-flat view: sm_90, softmax 8x50257 float32 loads with 128 LDG.E and spills 672 bytes, 16x50257 with 32
-LDG.E.128 and no spill), no fused prologue or epilogue, one output in the input's dtype, and flat indices that
-fit int32.
+row stride not a multiple of 16 bytes (or 16-byte rows whose split rows would be ragged: _ragged_split), a
+multiple of 16 elements in all (else tileiras cannot vectorize the flat view: sm_90, softmax 8x50257 float32
+loads with 128 LDG.E of 32 bits, 16x50257 with 32 LDG.E.128), no fused prologue or epilogue, one output in the
+input's dtype, and flat indices that fit int32.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from .base import KernelSource, pow2_at_least
 from .rowwise import TUNING, cdiv, ct_dtype
-from .split_rows import FLAGGED, RELAXED, flag_word, word_value
+from .split_rows import FLAGGED, RELAXED, flag_word, plan, word_value
 
 if TYPE_CHECKING:
     from .rowwise import Layout, Parts, SameShapeGen
@@ -53,7 +53,8 @@ def flat_plan(parts: Parts, layout: Layout) -> tuple[int, int] | None:
     if not TUNING["softmax_flat"] or x is None or x.dtype not in _ITEMSIZE or layout.kind != "row":
         return None
     R = layout.R
-    if (layout.nch < 2 or (R * _ITEMSIZE[x.dtype]) % 16 == 0 or (layout.O * R) % 16 or parts.prologue
+    aligned = (R * _ITEMSIZE[x.dtype]) % 16 == 0
+    if (layout.nch < 2 or (aligned and not _ragged_split(layout)) or (layout.O * R) % 16 or parts.prologue
             or parts.epilogue
             or len(spec.outputs) != 1 or spec.outputs[0].dtype != x.dtype
             or spec.outputs[0].graph_value != parts.anchor.node):
@@ -63,6 +64,16 @@ def flat_plan(parts: Parts, layout: Layout) -> tuple[int, int] | None:
     if T > R + 1 or layout.O * R + K * T >= 2 ** 31:
         return None
     return T, K
+
+
+def _ragged_split(layout: Layout) -> bool:
+    """TUNING["softmax_flat_aligned"]: whether 16-byte rows would be split over blocks with a short last segment
+    (50256 floats: 4, 4, 4 and 1 chunks of 4096, a row waiting for its slowest block), which the flat form
+    balances."""
+    if not TUNING["softmax_flat_aligned"]:
+        return False
+    split = plan(layout, TUNING["softmax_split_elems"], ragged=bool(TUNING["softmax_split_ragged"]))
+    return split is not None and split[0] * split[1] != layout.nch
 
 
 def window(R: int, KT: int) -> int:
@@ -96,43 +107,38 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
     k(f"lane = ct.arange({T}, dtype=ct.int32)")
     NT = cdiv(F, T)
     past = [i for i in range(K) if (NB - 1) * K + i >= NT]  # slots wholly past the tensor in the last block
-    # 16-bit inputs held as loaded, widened at each use (TUNING["softmax_flat_narrow"]): half the registers
-    narrow = bool(TUNING["softmax_flat_narrow"]) and x.dtype != "float32"
-    held = ct_dtype(x.dtype) if narrow else "ct.float32"
-    widen = "" if narrow else ".astype(ct.float32)"
     tma = bool(TUNING["softmax_flat_tma"])  # zero padding (TMA loads) and a mask past the tensor; else -inf padding
     for i in range(K):
         tile = f"tid * {K} + {i}"
         load = (f"x{i} = ct.load({view}, index=({tile},), shape=({T},), "
-                f"padding_mode=ct.PaddingMode.{'ZERO' if tma else 'NEG_INF'}{hints}){widen}")
+                f"padding_mode=ct.PaddingMode.{'ZERO' if tma else 'NEG_INF'}{hints}).astype(ct.float32)")
         if i in past:  # (block-uniform branches)
             with k.block(f"if {tile} < {NT}:"):
                 k(load)
             with k.block("else:"):
-                k(f"x{i} = ct.full(({T},), -math.inf, dtype={held})")
+                k(f"x{i} = ct.full(({T},), -math.inf, dtype=ct.float32)")
         else:
             k(load)
         if tma and F % T and i == (NT - 1) % K:  # the tensor's last tile, zero-padded: its tail to -inf
             with k.block(f"if {tile} == {NT - 1}:"):
-                k(f"x{i} = ct.where(lane < {F % T}, x{i}, -math.inf)" + (f".astype({held})" if narrow else ""))
+                k(f"x{i} = ct.where(lane < {F % T}, x{i}, -math.inf)")
         k(f"cut{i} = bound - ({tile}) * {T}")  # the tile's elements from lane cut<i> on are row ra + 1's
-    xf = [f"x{i}.astype(ct.float32)" if narrow else f"x{i}" for i in range(K)]
     one = "ct.full((1,), {}, dtype=ct.float32)"
     k(f"ma = {one.format('-math.inf')}")
     k(f"mb = {one.format('-math.inf')}")
     for i in range(K):  # the row maxima: one reduction per tile, two for the tile a row boundary cuts
-        _by_row(k, i, T, [f"ma = ct.maximum(ma, ct.max({xf[i]}, axis=0, keepdims=True))"],
-                [f"mb = ct.maximum(mb, ct.max({xf[i]}, axis=0, keepdims=True))"],
-                [f"ma = ct.maximum(ma, ct.max(ct.where(lane >= cut{i}, -math.inf, {xf[i]}), axis=0, keepdims=True))",
-                 f"mb = ct.maximum(mb, ct.max(ct.where(lane >= cut{i}, {xf[i]}, -math.inf), axis=0, keepdims=True))"])
+        _by_row(k, i, T, [f"ma = ct.maximum(ma, ct.max(x{i}, axis=0, keepdims=True))"],
+                [f"mb = ct.maximum(mb, ct.max(x{i}, axis=0, keepdims=True))"],
+                [f"ma = ct.maximum(ma, ct.max(ct.where(lane >= cut{i}, -math.inf, x{i}), axis=0, keepdims=True))",
+                 f"mb = ct.maximum(mb, ct.max(ct.where(lane >= cut{i}, x{i}, -math.inf), axis=0, keepdims=True))"])
     k("ra_ref = ct.where(ma == -math.inf, 0.0, ma)")  # a row part of -inf only: its sum is 0 whatever the reference
     k("rb_ref = ct.where(mb == -math.inf, 0.0, mb)")
     k(f"la = {one.format('0.0')}")
     k(f"lb = {one.format('0.0')}")
     for i in range(K):
-        _by_row(k, i, T, [f"la = la + ct.sum({exp(f'{xf[i]} - ra_ref')}, axis=0, keepdims=True)"],
-                [f"lb = lb + ct.sum({exp(f'{xf[i]} - rb_ref')}, axis=0, keepdims=True)"],
-                [f"e = {exp(f'{xf[i]} - ct.where(lane >= cut{i}, rb_ref, ra_ref)')}",
+        _by_row(k, i, T, [f"la = la + ct.sum({exp(f'x{i} - ra_ref')}, axis=0, keepdims=True)"],
+                [f"lb = lb + ct.sum({exp(f'x{i} - rb_ref')}, axis=0, keepdims=True)"],
+                [f"e = {exp(f'x{i} - ct.where(lane >= cut{i}, rb_ref, ra_ref)')}",
                  f"la = la + ct.sum(ct.where(lane >= cut{i}, 0.0, e), axis=0, keepdims=True)",
                  f"lb = lb + ct.sum(ct.where(lane >= cut{i}, e, 0.0), axis=0, keepdims=True)"])
     for v in _NAMES:
@@ -177,8 +183,8 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
             pick = (lambda a, b: f"ct.where(lane >= cut{i}, {b}, {a})") if r == "cut" else (
                 lambda a, b: b if r == "1" else a)
             if log:
-                return f"y = {xf[i]} - {pick('Z0', 'Z1')}"
-            return f"y = {exp(f'{xf[i]} - ' + pick('M0', 'M1'))} * {pick('Q0', 'Q1')}"
+                return f"y = x{i} - {pick('Z0', 'Z1')}"
+            return f"y = {exp(f'x{i} - ' + pick('M0', 'M1'))} * {pick('Q0', 'Q1')}"
 
         store = [f"ct.store({oname}, index=(tid * {K} + {i},), tile=y{cast}{store_hint})"]
         if safe and not log:
@@ -196,8 +202,9 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
         start = 2 + n * (NB + NB % 2)  # each status array on a 16-byte boundary
         wrapper.append(f"{p}_st_{v} = {p}_ws[{start}:{start + NB}]")
     what = "log_softmax" if log else "softmax"
+    why = "a stride off 16 bytes" if (R * _ITEMSIZE[x.dtype]) % 16 else "ragged as split rows"
     doc = (f"{', '.join(gen.spec.operations)}: {what} over the last dim of {list(parts.anchor.output)}: rows of "
-           f"{R} (a stride off 16 bytes) read once as the flat tensor in aligned tiles of {T}, {K} per block "
+           f"{R} ({why}) read once as the flat tensor in aligned tiles of {T}, {K} per block "
            f"({NB} blocks, each touching at most two rows), (max, sum of exp) per row merged through atomics "
            f"over windows of {W} blocks")
     return gen.finish(doc, grid=(NB,), extra_lines=wrapper)

@@ -65,6 +65,14 @@ CASES = {
     "cross_entropy_many_rows": (forward("F.cross_entropy(x, y, reduction='sum')", XY),
                                 "[torch.randn(700, 12), torch.randint(0, 12, (700,))]",
                                 {"int_ranges": {"y": (0, 12)}}),
+    # rows off 16-byte alignment read as aligned tiles of the flat logits (loss_ce.flat_rows)
+    "cross_entropy_flat_rows_weight_ignore": (forward("F.cross_entropy(x, y, weight=z, ignore_index=2)", XYZ),
+                                              "[torch.randn(16, 2053), torch.randint(0, 2053, (16,)), "
+                                              "torch.rand(2053) + 0.1]",
+                                              {"int_ranges": {"y": (0, 4)}, "positive": ("z",)}),
+    "cross_entropy_flat_rows_bf16_sum": (forward("F.cross_entropy(x, y, reduction='sum')", XY),
+                                         "[torch.randn(16, 2053).to(torch.bfloat16), torch.randint(0, 2053, (16,))]",
+                                         {"int_ranges": {"y": (0, 2053)}}),
     "nll_weight_sum": (forward("F.nll_loss(x, y, weight=z, reduction='sum')", XYZ),
                        "[torch.randn(7, 5), torch.randint(0, 5, (7,)), torch.rand(5)]",
                        {"int_ranges": {"y": (0, 5)}, "positive": ("z",)}),
@@ -144,7 +152,8 @@ CE_KNOBS = {"lane_max": {"ce_lane_max": True, "ce_exp_ftz": False}, "exp_ftz": {
 @pytest.mark.parametrize("knobs", sorted(CE_KNOBS))
 @pytest.mark.parametrize("name", ["cross_entropy_many_classes_fp16", "cross_entropy_many_rows",
                                   "cross_entropy_weight_ignore_2d", "cross_entropy_none_bf16_2d",
-                                  "cross_entropy_weight_smoothing", "cross_entropy_nd_ignore"])
+                                  "cross_entropy_weight_smoothing", "cross_entropy_nd_ignore",
+                                  "cross_entropy_flat_rows_weight_ignore"])
 def test_cross_entropy_class_loop_variants(name, knobs, monkeypatch):
     """MEMORY_TUNING["ce_lane_max"] (off: per-lane running maxima and sums, one exponential per logit, the lanes
     meet once per row; plain logits only) and ["ce_exp_ftz"] (on: exponentials flushing denormal results), each
@@ -176,3 +185,24 @@ def test_cross_entropy_class_loop_variants(name, knobs, monkeypatch):
     for make in (make_inputs(**kw), extreme):
         result = check_emulated(spec, source, make_input=make)
         assert result.ok, result.message
+
+
+def test_cross_entropy_flat_rows_where_rows_are_off_16_bytes(monkeypatch):
+    """Plain logits of one row per block whose rows are not 16-byte aligned (and whose flat length is a multiple
+    of 16) read aligned tiles of the flat tensor, one more per row than its chunks; aligned rows, a flat length off
+    16, several rows per block and the knob off keep the (N, C) tiles."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    def flat(n, c, dtype="torch.float32"):
+        spec = snippet_spec(forward("F.cross_entropy(x, y)", XY),
+                            f"[torch.randn({n}, {c}, dtype={dtype}), torch.randint(0, {c}, ({n},))]", FAMILY)
+        code = generate_kernel(spec).code
+        return "a_x = x.reshape(-1)" in code and "xv = ct.where((ff >= 0) & (ff <" in code
+
+    assert flat(16, 2053) and flat(4096, 50257, "torch.bfloat16") and flat(16, 4100, "torch.bfloat16")
+    assert not flat(16, 4096) and not flat(16, 4096, "torch.bfloat16")  # 16-byte rows
+    assert not flat(8, 2053)  # 16424 elements: not a multiple of 16
+    assert not flat(16, 1001)  # 4 rows per block
+    monkeypatch.setitem(MEMORY_TUNING, "ce_flat", False)
+    assert not flat(16, 2053)

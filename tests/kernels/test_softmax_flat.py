@@ -60,8 +60,9 @@ def test_flat_softmax_compiles_and_matches_with_concurrent_blocks(name, monkeypa
 
 
 def test_flat_only_where_it_applies(monkeypatch):
-    """Aligned rows, a flat length that is not a multiple of 16, rows that fit one tile, a fused prologue and an
-    inner dim keep the other forms; the knob turns it off."""
+    """Aligned rows in even segments, a flat length that is not a multiple of 16, rows that fit one tile, a fused
+    prologue and an inner dim keep the other forms; aligned rows whose split is ragged go flat (softmax_flat
+    _aligned); the knobs turn it off."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.rowwise import TUNING
 
@@ -69,12 +70,15 @@ def test_flat_only_where_it_applies(monkeypatch):
         return "flat tensor" in generate_kernel(snippet_spec(forward(expr), inputs, "softmax")).notes[0]
 
     assert flat("torch.softmax(x, -1)", "[torch.randn(16, 50257)]")
-    assert not flat("torch.softmax(x, -1)", "[torch.randn(16, 50256)]")  # 16-byte rows: split rows
+    assert not flat("torch.softmax(x, -1)", "[torch.randn(16, 65536)]")  # 16-byte rows in 4 even segments: split
+    assert flat("torch.softmax(x, -1)", "[torch.randn(16, 50256)]")  # ... in 4, 4, 4 and 1 chunks: flat
     assert not flat("torch.softmax(x, -1)", "[torch.randn(8, 50257)]")  # 402056 elements: no 128-bit tiles
     assert flat("torch.softmax(x, -1)", "[torch.randn(16, 50260).half()]")  # 100520-byte rows: 8 off
     assert not flat("torch.softmax(x, -1)", "[torch.randn(16, 30001)]")  # one tile per row
     assert not flat("torch.softmax(x * 0.5, -1)", "[torch.randn(16, 50257)]")
     assert not flat("torch.softmax(x, 0)", "[torch.randn(50257, 16)]")
+    monkeypatch.setitem(TUNING, "softmax_flat_aligned", False)
+    assert not flat("torch.softmax(x, -1)", "[torch.randn(16, 50256)]")
     monkeypatch.setitem(TUNING, "softmax_flat", False)
     assert not flat("torch.softmax(x, -1)", "[torch.randn(16, 50257)]")
 

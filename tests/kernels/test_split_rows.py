@@ -13,6 +13,15 @@ from .cutile_emulator import check_emulated
 from .helpers import compile_spec
 from .helpers_gemm import module_model, snippet_spec
 
+
+@pytest.fixture(autouse=True)
+def _split_rows_not_flat(monkeypatch):
+    """Ragged softmax splits here stay split rows (the flat form takes them by default: test_softmax_flat.py)."""
+    from tilestudio.core.kernels.rowwise import TUNING
+
+    monkeypatch.setitem(TUNING, "softmax_flat", False)
+
+
 CASES = {  # name: (init, forward, input shape, elements per block, (segments, chunks per segment))
     # 10 chunks of 2048 (the last one ragged) in 5 segments: the status reads clamp 8 lanes onto 5 segments
     "layer_norm_prologue_ragged": ("self.n = nn.LayerNorm(20000)", "self.n(x * 2.0 + 1.0)", "3, 20000", 4096,
