@@ -37,7 +37,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     gen = SameShapeGen(spec, parts, layout)
     if wide and TUNING["softmax_wide_worker_warps"]:
         gen.kernel.options["num_worker_warps"] = int(TUNING["softmax_wide_worker_warps"])
-    if flat := flat_plan(parts, layout):  # rows off 16-byte alignment: aligned tiles of the flat tensor
+    if flat := flat_plan(parts, layout):  # rows off 16 bytes (or ragged as split rows): flat aligned tiles
         return generate_flat(gen, *flat, log, safe, _exp)
     split = split_plan(gen)
     what = "log_softmax" if log else "softmax"

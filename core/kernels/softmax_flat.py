@@ -1,5 +1,6 @@
-"""softmax / log_softmax of long rows whose stride is not a multiple of 16 bytes (TUNING["softmax_flat"]), read
-once through the flat tensor in aligned tiles.
+"""softmax / log_softmax of long rows whose stride is not a multiple of 16 bytes (TUNING["softmax_flat"]), and of
+16-byte rows that split rows would cut raggedly (["softmax_flat_aligned"]), read once through the flat tensor in
+aligned tiles.
 
 A row of 50257 float32 (GPT-2's vocabulary) starts 4 bytes past a 16-byte boundary on every other row, so the
 element tiles of the row layout cannot use TMA or 128-bit accesses: the specialized sm_90 SASS of the split-row
@@ -61,7 +62,7 @@ def flat_plan(parts: Parts, layout: Layout) -> tuple[int, int] | None:
         return None
     T = int(TUNING["softmax_flat_tile"])
     K = max(1, min(int(TUNING["softmax_flat_elems"]) // T, (R + 1) // T))  # K*T <= R + 1: at most two rows
-    if T > R + 1 or layout.O * R + K * T >= 2 ** 31:
+    if T > R + 1 or (layout.O + 1) * R + K * T >= 2 ** 31:  # (the window's end: (ra + 2) * R)
         return None
     return T, K
 
