@@ -67,3 +67,11 @@ TORCH_TO_CT = {
     "int64": "ct.int64", "int32": "ct.int32", "int16": "ct.int16", "int8": "ct.int8", "uint8": "ct.uint8",
     "bool": "ct.bool_",
 }
+ITEMSIZE = {"float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2, "int64": 8, "int8": 1, "uint8": 1,
+            "bool": 1}  # (the compute dtypes)
+
+
+def off_16_bytes(dtype: str, n: int) -> bool:
+    """Whether `n` elements of `dtype` are not a whole number of 16-byte units: a row stride that keeps tiles of a
+    row-major view from TMA and 128-bit accesses (50257 float32 or bfloat16 classes)."""
+    return (n * ITEMSIZE[dtype]) % 16 != 0

@@ -27,17 +27,13 @@ import math
 import re
 
 from ..specs import KernelSpec, TensorSpec
-from .base import KernelSource, Unsupported, pow2_at_least
+from .base import ITEMSIZE, KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, emit_elementwise
 from .gemm_common import kernel_decorator
 from .indexing import MEMORY_TUNING
 
 INDEX_LIMIT = 2**31 - 1  # flat offsets are int32
 _COMPUTE_DTYPES = {"float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
-
-
-_ITEMSIZE = {"float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2, "int64": 8, "int8": 1, "uint8": 1,
-             "bool": 1}
 
 
 def block_size(numel: int, operands: int, itemsize: int = 4) -> int:
@@ -180,7 +176,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     ins = [Operand(t, iter_shape) for t in tensors]
     outs = [Operand(t, iter_shape) for t in spec.outputs]
     cshape = collapse(iter_shape, ins + outs)
-    itemsize = max(_ITEMSIZE.get(t.dtype, 4) for t in tensors + spec.outputs)
+    itemsize = max(ITEMSIZE.get(t.dtype, 4) for t in tensors + spec.outputs)
     block = block_size(numel, len(ins) + len(outs), itemsize)
     grid = -(-numel // block)
 

@@ -6,7 +6,7 @@ coordinates), or gathers x[n, target, s] directly (NLL). weight, ignore_index an
 
 from __future__ import annotations
 
-from .base import KernelSource, Unsupported, pow2_at_least
+from .base import KernelSource, Unsupported, off_16_bytes, pow2_at_least
 from .expr_math import fast_exp
 from .indexing import MEMORY_TUNING, array_param, decode, prod
 from .loss_output import per_row_module, reduced_module
@@ -23,9 +23,8 @@ def flat_rows(xin, N: int, C: int, BR: int, BC: int) -> bool:
     row per block, rows whose stride is not a multiple of 16 bytes (50257 classes: every tile load of the (N, C)
     view is 16 bits at a time in sm_90 SASS), a multiple of 16 elements in all (tileiras vectorizes the flat view
     only then), flat indices within int32."""
-    size = {"float32": 4, "float16": 2, "bfloat16": 2}.get(xin.dtype)
-    return bool(MEMORY_TUNING["ce_flat"]) and size is not None and BR == 1 and (C * size) % 16 != 0 and (
-        (N * C) % 16 == 0 and N * C + 2 * BC < 2 ** 31)
+    return (bool(MEMORY_TUNING["ce_flat"]) and xin.dtype in ("float32", "float16", "bfloat16") and BR == 1
+            and off_16_bytes(xin.dtype, C) and (N * C) % 16 == 0 and N * C + 2 * BC < 2 ** 31)
 
 
 def class_loss(plan: LossPlan) -> KernelSource:

@@ -435,9 +435,10 @@ class _LookBack:
     walks back over the earlier chunks of its scan line adding their totals until one carries flag 2 (a running
     prefix, which ends the walk), publishes its own running prefix with flag 2, then stores its chunk plus the
     prefix. Flag and float32 value travel as one 64-bit word (flag << 32 | bits), so one atomic exchange publishes
-    both and one atomic read sees a consistent pair: no ordering between separate stores is needed. A scan line's first chunk publishes flag 2
-    at once. Rows (`row` layout): one scan line per block, scalar words. A scan over a middle dim (`col`): the
-    block's BI inner positions are BI scan lines, one word each, each lane walking back on its own. With
+    both and one atomic read sees a consistent pair: no ordering between separate stores is needed. A scan
+    line's first chunk publishes flag 2 at once. Rows (`row` layout): one scan line per block, scalar words. A
+    scan over a middle dim (`col`): the block's BI inner positions are BI scan lines, one word each, each lane
+    walking back on its own. With
     MEMORY_TUNING["scan_lookback_all"] a row's block instead reads every earlier chunk's total in one vector of
     atomic reads, repeated until all are published (no running prefixes are published at all)."""
 

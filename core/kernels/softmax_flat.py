@@ -36,14 +36,14 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from .base import KernelSource, pow2_at_least
-from .rowwise import TUNING, cdiv, ct_dtype
-from .split_rows import FLAGGED, RELAXED, flag_word, plan, word_value
+from .base import KernelSource, off_16_bytes, pow2_at_least
+from .rowwise import TUNING, cdiv, ct_dtype, load_hint
+from .rowwise_values import FLOAT_DTYPES
+from .split_rows import RELAXED, flag_word, plan, spin_read, status_workspace
 
 if TYPE_CHECKING:
     from .rowwise import Layout, Parts, SameShapeGen
 
-_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 _NAMES = ("ma", "la", "mb", "lb")  # (max, sum of exp) of the block's first row, then of its second
 
 
@@ -51,13 +51,11 @@ def flat_plan(parts: Parts, layout: Layout) -> tuple[int, int] | None:
     """(tile T, tiles per block K) for a flat split softmax of these rows, or None where it does not apply."""
     spec = parts.spec
     x = parts.inputs.get(parts.main)
-    if not TUNING["softmax_flat"] or x is None or x.dtype not in _ITEMSIZE or layout.kind != "row":
+    if not TUNING["softmax_flat"] or x is None or x.dtype not in FLOAT_DTYPES or layout.kind != "row":
         return None
     R = layout.R
-    aligned = (R * _ITEMSIZE[x.dtype]) % 16 == 0
-    if (layout.nch < 2 or (aligned and not _ragged_split(layout)) or (layout.O * R) % 16 or parts.prologue
-            or parts.epilogue
-            or len(spec.outputs) != 1 or spec.outputs[0].dtype != x.dtype
+    if (layout.nch < 2 or (not off_16_bytes(x.dtype, R) and not _ragged_split(layout)) or (layout.O * R) % 16
+            or parts.prologue or parts.epilogue or len(spec.outputs) != 1 or spec.outputs[0].dtype != x.dtype
             or spec.outputs[0].graph_value != parts.anchor.node):
         return None
     T = int(TUNING["softmax_flat_tile"])
@@ -99,8 +97,7 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
     kern.tensor(oname, f"{out.name}.reshape(-1)")
     ticket = kern.tensor("sm_ticket", "sm_ticket")
     status = {v: kern.tensor(f"st_{v}", f"sm_st_{v}") for v in _NAMES}
-    lat = TUNING["load_latency"]
-    hints = (f", latency={int(lat)}" if lat else "") + (
+    hints = load_hint() + (
         "" if TUNING["split_chunk_tma"] is None else f", allow_tma={bool(TUNING['split_chunk_tma'])}")
     k(f"tid = ct.atomic_add({ticket}, 0, 1, {RELAXED})")
     k(f"ra = tid * {KT} // {R}")
@@ -150,16 +147,7 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
     k(f"wj = first + ct.arange({W}, dtype=ct.int32)")
     k("j = ct.minimum(wj, last)")
 
-    def read():
-        for v in _NAMES:
-            k(f"w_{v} = ct.atomic_add({status[v]}, (j,), 0, {RELAXED})")
-        k("w_min = ct.minimum(ct.minimum(w_ma, w_la), ct.minimum(w_mb, w_lb))")
-
-    read()
-    with k.block(f"while ct.min(w_min) < {FLAGGED}:"):
-        read()
-    for v in _NAMES:
-        k(f"a_{v} = {word_value(f'w_{v}')}")
+    spin_read(k, status, "(j,)")  # (every block of the window)
     k(f"rj = j * {KT} // {R}")  # each block's first row
     k("live = wj <= last")
     for r, row in (("0", "ra"), ("1", "ra + 1")):
@@ -180,30 +168,22 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
     store_hint = "" if tma_out is None else f", allow_tma={bool(tma_out)}"
     cast = "" if odt == "ct.float32" else f".astype({odt})"
     for i in range(K):
-        def y(r: str) -> str:  # the output of tile i's elements of row r ("0", "1", or "cut": by lane)
+        def finish(r: str) -> list[str]:  # tile i's elements of row r ("0", "1", or "cut": by lane), stored
             pick = (lambda a, b: f"ct.where(lane >= cut{i}, {b}, {a})") if r == "cut" else (
                 lambda a, b: b if r == "1" else a)
             if log:
-                return f"y = x{i} - {pick('Z0', 'Z1')}"
-            return f"y = {exp(f'x{i} - ' + pick('M0', 'M1'))} * {pick('Q0', 'Q1')}"
+                lines = [f"y = x{i} - {pick('Z0', 'Z1')}"]
+            else:
+                lines = [f"y = {exp(f'x{i} - ' + pick('M0', 'M1'))} * {pick('Q0', 'Q1')}"]
+                if safe:
+                    lines.append(f"y = ct.where({pick('S0', 'S1')} == 0.0, 0.0, y)")
+            return lines + [f"ct.store({oname}, index=(tid * {K} + {i},), tile=y{cast}{store_hint})"]
 
-        store = [f"ct.store({oname}, index=(tid * {K} + {i},), tile=y{cast}{store_hint})"]
-        if safe and not log:
-            zero = {r: [f"y = ct.where({('ct.where(lane >= cut%d, S1, S0)' % i) if r == 'cut' else 'S' + r} == 0.0, "
-                        "0.0, y)"] for r in ("0", "1", "cut")}
-        else:
-            zero = {r: [] for r in ("0", "1", "cut")}
         with k.block(f"if tid * {K} + {i} < {NT}:") if i in past else contextlib.nullcontext():
-            _by_row(k, i, T, [y("0")] + zero["0"] + store, [y("1")] + zero["1"] + store,
-                    [y("cut")] + zero["cut"] + store)
-    p = "sm"
-    wrapper = [f"{p}_ws = torch.zeros(({2 + 4 * (NB + NB % 2)},), dtype=torch.int64, device={gen.device}.device)",
-               f"{p}_ticket = {p}_ws[:1].view(torch.int32)[:1]"]
-    for n, v in enumerate(_NAMES):
-        start = 2 + n * (NB + NB % 2)  # each status array on a 16-byte boundary
-        wrapper.append(f"{p}_st_{v} = {p}_ws[{start}:{start + NB}]")
+            _by_row(k, i, T, finish("0"), finish("1"), finish("cut"))
+    wrapper = status_workspace("sm", gen.device, NB, _NAMES)
     what = "log_softmax" if log else "softmax"
-    why = "a stride off 16 bytes" if (R * _ITEMSIZE[x.dtype]) % 16 else "ragged as split rows"
+    why = "a stride off 16 bytes" if off_16_bytes(x.dtype, R) else "ragged as split rows"
     doc = (f"{', '.join(gen.spec.operations)}: {what} over the last dim of {list(parts.anchor.output)}: rows of "
            f"{R} ({why}) read once as the flat tensor in aligned tiles of {T}, {K} per block "
            f"({NB} blocks, each touching at most two rows), (max, sum of exp) per row merged through atomics "

@@ -108,35 +108,46 @@ class SplitRow:
         sp = pow2_at_least(S)
         k(f"sidx = ct.arange({sp}, dtype=ct.int32)")
         segs = "sidx" if sp == S else f"ct.minimum(sidx, {S - 1})"
-
-        def read():
-            for v in self.names:
-                k(f"w_{v} = ct.atomic_add({self.status(v)}, (pid, {segs}), 0, {RELAXED})")
-            if len(self.names) > 1:
-                out = f"w_{self.names[0]}"
-                for v in self.names[1:]:
-                    out = f"ct.minimum({out}, w_{v})"
-                k(f"w_min = {out}")
-
-        read()
-        lowest = "w_min" if len(self.names) > 1 else f"w_{self.names[0]}"
-        with k.block(f"while ct.min({lowest}) < {FLAGGED}:"):
-            read()
-        for v in self.names:
-            k(f"a_{v} = {word_value(f'w_{v}')}")
+        spin_read(k, {v: self.status(v) for v in self.names}, f"(pid, {segs})")
         return f"sidx < {S}"
 
     def workspace(self, device: str) -> list[str]:
-        """Wrapper lines zeroing the ticket and the status words in one allocation (one fill per call, not one per
-        array); each part starts on a 16-byte boundary."""
-        p, n = self.prefix, self.L.O * self.S
-        stride = n + n % 2  # int64 words per status array, rounded up to 16 bytes
-        lines = [f"{p}_ws = torch.zeros(({2 + stride * len(self.names)},), dtype=torch.int64, device={device}.device)",
-                 f"{p}_ticket = {p}_ws[:1].view(torch.int32)[:1]"]
-        for i, v in enumerate(self.names):
-            start = 2 + i * stride
-            lines.append(f"{p}_st_{v} = {p}_ws[{start}:{start + n}].view({self.L.O}, {self.S})")
-        return lines
+        """Wrapper lines zeroing the ticket and the (rows, S) status words (status_workspace)."""
+        return status_workspace(self.prefix, device, self.L.O * self.S, self.names, f".view({self.L.O}, {self.S})")
 
     def grid(self) -> tuple[int]:
         return (self.L.O * self.S,)
+
+
+def spin_read(k, arrays: dict[str, str], index: str) -> None:
+    """Read the status words at `index` of each array (statistic name -> kernel array) until all carry a flag;
+    `a_<name>` are then their float32 values. (softmax_flat.py waits on its window of blocks the same way.)"""
+    names = list(arrays)
+
+    def read():
+        for v in names:
+            k(f"w_{v} = ct.atomic_add({arrays[v]}, {index}, 0, {RELAXED})")
+        if len(names) > 1:
+            out = f"w_{names[0]}"
+            for v in names[1:]:
+                out = f"ct.minimum({out}, w_{v})"
+            k(f"w_min = {out}")
+
+    read()
+    lowest = "w_min" if len(names) > 1 else f"w_{names[0]}"
+    with k.block(f"while ct.min({lowest}) < {FLAGGED}:"):
+        read()
+    for v in names:
+        k(f"a_{v} = {word_value(f'w_{v}')}")
+
+
+def status_workspace(p: str, device: str, n: int, names, view: str = "") -> list[str]:
+    """Wrapper lines zeroing the ticket `<p>_ticket` and the status arrays `<p>_st_<name>` of `n` words each (then
+    `view`) in one allocation (one fill per call, not one per array); each part starts on a 16-byte boundary."""
+    stride = n + n % 2  # int64 words per status array, rounded up to 16 bytes
+    lines = [f"{p}_ws = torch.zeros(({2 + stride * len(names)},), dtype=torch.int64, device={device}.device)",
+             f"{p}_ticket = {p}_ws[:1].view(torch.int32)[:1]"]
+    for i, v in enumerate(names):
+        start = 2 + i * stride
+        lines.append(f"{p}_st_{v} = {p}_ws[{start}:{start + n}]{view}")
+    return lines
