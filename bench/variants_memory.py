@@ -379,10 +379,16 @@ for _case in SCOPE_CASES:
 VOCAB_CASES = [
     ("loss", "cross_entropy 4096x50257 bf16 (rows off 16 bytes)", "def forward(self, x, t):\n        return F.cross_entropy(x, t)",
      "[torch.randn(4096, 50257, dtype=torch.bfloat16), torch.randint(0, 50257, (4096,))]", "mem", None),
+    # an odd row count: 4095 * 50257 logits are not a multiple of 16, so the flat tiles come from the largest
+    # multiple-of-16 prefix and the last tile is gathered (session 17; (N, C) tiles before)
+    ("loss", "cross_entropy 4095x50257 bf16 (rows off 16 bytes, odd rows)", "def forward(self, x, t):\n        return F.cross_entropy(x, t)",
+     "[torch.randn(4095, 50257, dtype=torch.bfloat16), torch.randint(0, 50257, (4095,))]", "mem", None),
 ]
 VARIANTS[VOCAB_CASES[0][1]] = [("4096 x 1 row, flat tiles (default since session 16)", {}),
                                ("4096 x 1 row, (N, C) tiles (before session 16)", {"ce_flat": False}),
                                ("2048 x 2 rows", {"ce_cols": 2048, "ce_tile_elems": 4096})]
+VARIANTS[VOCAB_CASES[1][1]] = [("4095 x 1 row, flat tiles, the last gathered (default since session 17)", {}),
+                               ("4095 x 1 row, (N, C) tiles (before session 17)", {"ce_flat": False})]
 # (session 15 also timed an int64 4096x4096 cumsum split the same way: 0.078 -> 0.095 ms, slower; int64 scans keep
 # ct.cumsum, see MEMORY_TUNING["scan_split_width"])
 

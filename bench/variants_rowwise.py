@@ -59,6 +59,12 @@ EXTRA_CASES = [
      "[torch.randn(4096, 50257)]", "mem", None),
     ("softmax", "log_softmax rows 4096x50257 bf16 (two-pass rows)", "def forward(self, x):\n        return torch.log_softmax(x, -1)",
      "[torch.randn(4096, 50257).to(torch.bfloat16)]", "mem", None),
+    # an odd row count: 4095 * 50257 elements in all is not a multiple of 16, so the flat view's last tile goes
+    # element-wise (softmax_flat.Tail; before session 17 such rows took the split rows' 32-bit accesses)
+    ("softmax", "softmax rows 4095x50257 fp32 (two-pass rows, odd rows)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(4095, 50257)]", "mem", None),
+    ("softmax", "log_softmax rows 4095x50257 bf16 (two-pass rows, odd rows)", "def forward(self, x):\n        return torch.log_softmax(x, -1)",
+     "[torch.randn(4095, 50257).to(torch.bfloat16)]", "mem", None),
     # the same split (4, 4, 4, 1 chunks of 4096) over rows whose stride is a multiple of 16 bytes: 50257-float rows
     # start misaligned, so their loads and stores are 32-bit (sm_90: 128 LDG.E per thread), not 128-bit or TMA
     ("softmax", "softmax rows 4096x50256 fp32 (two-pass rows, aligned)", "def forward(self, x):\n        return torch.softmax(x, -1)",

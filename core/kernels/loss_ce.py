@@ -21,10 +21,27 @@ def ce_exp(x: str) -> str:
 def flat_rows(xin, N: int, C: int, BR: int, BC: int) -> bool:
     """Whether the plain logits' class loop reads aligned tiles of the flat tensor (MEMORY_TUNING["ce_flat"]): one
     row per block, rows whose stride is not a multiple of 16 bytes (50257 classes: every tile load of the (N, C)
-    view is 16 bits at a time in sm_90 SASS), a multiple of 16 elements in all (tileiras vectorizes the flat view
-    only then), flat indices within int32."""
+    view is 16 bits at a time in sm_90 SASS), flat indices within int32. (tileiras vectorizes the flat view only
+    when its length is a multiple of 16 elements: otherwise the tiles come from that prefix and the last one is
+    gathered, softmax_flat.Tail's split.)"""
     return (bool(MEMORY_TUNING["ce_flat"]) and xin.dtype in ("float32", "float16", "bfloat16") and BR == 1
-            and off_16_bytes(xin.dtype, C) and (N * C) % 16 == 0 and N * C + 2 * BC < 2 ** 31)
+            and off_16_bytes(xin.dtype, C) and N * C + 2 * BC < 2 ** 31)
+
+
+def _tail_load(plan: LossPlan, xin, F: int, NT: int, hint: str, li: str) -> str:
+    """The class loop's load of flat tile t0 + j when the F logits are not a multiple of 16 elements: every
+    tile but the last from a prefix view of the largest multiple of 16 (vectorized), the last gathered from the
+    whole view padded with -inf (tiles past it, clamped to it, are masked off the row anyway)."""
+    full, prefix = array_param(xin), f"p_{xin.name}"
+    plan.extra_arrays.append((prefix, f"{full}[:{F - F % 16}]"))
+    ind = li + I
+    return "\n".join([
+        f"{li}if t0 + j >= {NT - 1}:",
+        f"{ind}xv = ct.reshape(ct.gather({full}, {NT - 1} * BC + ct.arange(BC, dtype=ct.int32), "
+        f"padding_value=-math.inf), (1, BC)).astype(ct.float32)",
+        f"{li}else:",
+        f"{ind}xv = ct.reshape(ct.load({prefix}, index=(t0 + j,), shape=(BC,), "
+        f"padding_mode=ct.PaddingMode.NEG_INF{hint}), (1, BC)).astype(ct.float32)"])
 
 
 def class_loss(plan: LossPlan) -> KernelSource:
@@ -108,7 +125,8 @@ def class_loss(plan: LossPlan) -> KernelSource:
                       f"{ind}xt = ct.gather({array_param(xin)}, rr * {C} + tgt, padding_value=0).astype(ct.float32)"]
             load = "\n".join([
                 f"{li}xv = ct.reshape(ct.load({array_param(xin)}, index=(ct.minimum(t0 + j, {NT - 1}),), "
-                f"shape=(BC,), padding_mode=ct.PaddingMode.NEG_INF{hint}), (1, BC)).astype(ct.float32)",
+                f"shape=(BC,), padding_mode=ct.PaddingMode.NEG_INF{hint}), (1, BC)).astype(ct.float32)"
+                if not (N * C) % 16 else _tail_load(plan, xin, N * C, NT, hint, li),
                 f"{li}ff = (t0 + j) * BC + ct.arange(BC, dtype=ct.int32)[None, :] - start",
                 f"{li}xv = ct.where((ff >= 0) & (ff < {C}), xv, -math.inf)"])
         else:

@@ -5,7 +5,7 @@ the mean and applies the epilogue; a single kernel when one block covers everyth
 from __future__ import annotations
 
 from .base import KernelSource, Unsupported, pow2_at_least
-from .indexing import (SideLoader, array_param, decode, elementwise, input_args, module, out_param, output_vars, prod,
+from .indexing import (SideLoader, array_param, decode, elementwise, module, out_param, output_vars, prod,
                        scalar_param)
 from .loss_plan import I, CoordLoader, LossPlan, lit
 
@@ -29,7 +29,7 @@ def finish_lines(plan: LossPlan, totals: list[str], count: float | None, lines: 
 
 
 def kernel_params(plan: LossPlan, extra: list[str]) -> str:
-    return ", ".join(input_args(plan.spec) + extra)
+    return ", ".join(plan.array_args() + extra)
 
 
 def launch_wrapper(plan: LossPlan, launches: list[tuple[str, int, list[str]]],
@@ -45,6 +45,8 @@ def launch_wrapper(plan: LossPlan, launches: list[tuple[str, int, list[str]]],
         device = device or f"{t.name}.device"
         view = plan.views.get(t.name) or (f"{t.name}.reshape(1)" if not t.shape else t.name)
         w.append(f"{I}{array_param(t)} = {view}")
+    for name, expr in plan.extra_arrays:
+        w.append(f"{I}{name} = {expr}")
     for o in spec.outputs:
         w.append(f"{I}{o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={device})")
         w.append(f"{I}{out_param(o)} = {o.name}.reshape(-1)")
@@ -70,7 +72,7 @@ def reduced_kernels(plan: LossPlan, body_head: list[str], quantities: list[str],
     if grid == 1:
         lines = ["@ct.kernel", f"def {kid}_kernel({kernel_params(plan, outs + cparams)}):"] + body_head
         finish_lines(plan, quantities, count, lines, I)
-        return ["\n".join(lines)], [(f"{kid}_kernel", 1, input_args(spec) + outs + cargs)], None
+        return ["\n".join(lines)], [(f"{kid}_kernel", 1, plan.array_args() + outs + cargs)], None
     part = ["@ct.kernel", f"def {kid}_partial({kernel_params(plan, ['part'] + cparams)}):"] + body_head
     for q, var in enumerate(quantities):
         part.append(f"{I}ct.store(part, index=({q}, pid), tile=ct.reshape({var}, (1, 1)))")
@@ -87,8 +89,8 @@ def reduced_kernels(plan: LossPlan, body_head: list[str], quantities: list[str],
         fin.append(f"{I}tot{q} = ct.reshape(ct.sum(acc{q}), (1,))")
         totals.append(f"tot{q}")
     finish_lines(plan, totals, count, fin, I)
-    launches = [(f"{kid}_partial", grid, input_args(spec) + ["part"] + cargs),
-                (f"{kid}_finish", 1, input_args(spec) + ["part"] + outs)]
+    launches = [(f"{kid}_partial", grid, plan.array_args() + ["part"] + cargs),
+                (f"{kid}_finish", 1, plan.array_args() + ["part"] + outs)]
     return ["\n".join(part), "\n".join(fin)], launches, (nq, grid)
 
 
@@ -117,7 +119,7 @@ def unreduced_module(plan: LossPlan, lines: list[str], consts: list[tuple[str, i
     """The source of a loss with per-element / per-row outputs: one kernel (`lines`, head included) on `grid`."""
     spec = plan.spec
     outs = [out_param(o) for o in spec.outputs]
-    wrapper = launch_wrapper(plan, [(f"{spec.id}_kernel", grid, input_args(spec) + outs + [str(v) for _, v in consts])],
+    wrapper = launch_wrapper(plan, [(f"{spec.id}_kernel", grid, plan.array_args() + outs + [str(v) for _, v in consts])],
                              None)
     return module(spec, ["\n".join(lines)], wrapper, [f"{spec.id}_kernel"], [note])
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..specs import KernelSpec, OpRecord, TensorSpec
 from .base import Unsupported
 from .expr import bind_args, float_literal, scalar_value
-from .indexing import SideLoader, elementwise, is_ref
+from .indexing import SideLoader, elementwise, input_args, is_ref
 
 I = "    "
 # tensor operands of each loss, by schema name, in the order the formulas use them
@@ -57,10 +57,15 @@ class LossPlan:
         self.inputs = {t.graph_value: t for t in spec.inputs}
         self.produced = {r.node: r for r in prologue}
         self.views: dict[str, str] = {}  # input name → wrapper expression of the array the kernels get
+        self.extra_arrays: list[tuple[str, str]] = []  # (kernel parameter, wrapper expression) after the inputs
         red = self.args.get("reduction", 1)
         self.reduction = int(red) if isinstance(red, (int, float)) else 1
         if self.reduction not in (0, 1, 2):
             raise Unsupported(f"{rec.target}: reduction={red!r}")
+
+    def array_args(self) -> list[str]:
+        """The kernels' array parameters (and launch arguments): the inputs, then the extra arrays."""
+        return input_args(self.spec) + [name for name, _ in self.extra_arrays]
 
     def shape_of(self, v) -> list[int]:
         if not is_ref(v):

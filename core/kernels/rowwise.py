@@ -199,6 +199,10 @@ TUNING = {
     # ._ragged_split). H200, session 16, same run: softmax 4096x50256 fp32 split rows 0.544 ms -> flat 0.512;
     # for every long row, 2048x131072 (8 even segments) 0.598 -> 0.887: ragged splits only
     "softmax_flat_aligned": True,
+    # (session 17 also tried one block per row: two passes over the row's aligned flat tiles, the second from L2,
+    # the row's two end tiles stored element-wise; correct on the H200 (21 passed) but slower, same run:
+    # softmax 4096x50257 fp32 0.508 -> 0.73-0.97 ms, log_softmax 4096x50257 bf16 0.374 -> 0.55-1.36 over tiles of
+    # 2048-8192, occupancy 2/4/none, TMA or 128-bit loads; not kept)
     # allow_tma on the chunk loads of split-row kernels (None: TUNING["chunk_load_tma"], the compiler's TMA).
     # sm_90, layer_norm 2048x65536 fp32 in 16384s: TMA R128 with a 112-byte spill frame and 107 KB of shared
     # staging per block; plain loads R217, no frame, 1 KB (2 blocks per SM either way). TMA stays faster: H200,

@@ -54,8 +54,7 @@ def flat_plan(parts: Parts, layout: Layout) -> tuple[int, int] | None:
     if not TUNING["softmax_flat"] or x is None or x.dtype not in FLOAT_DTYPES or layout.kind != "row":
         return None
     R = layout.R
-    if (layout.nch < 2 or (not off_16_bytes(x.dtype, R) and not _ragged_split(layout)) or (layout.O * R) % 16
-            or parts.prologue or parts.epilogue or len(spec.outputs) != 1 or spec.outputs[0].dtype != x.dtype
+    if (layout.nch < 2 or (not off_16_bytes(x.dtype, R) and not _ragged_split(layout)) or parts.prologue or parts.epilogue or len(spec.outputs) != 1 or spec.outputs[0].dtype != x.dtype
             or spec.outputs[0].graph_value != parts.anchor.node):
         return None
     T = int(TUNING["softmax_flat_tile"])
@@ -92,9 +91,18 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
     occupancy = TUNING["softmax_flat_occupancy"]
     if occupancy:
         kern.options["occupancy"] = int(occupancy)
-    view = kern.tensor(f"v_{x.name}", f"v_{x.name}", prep=f"v_{x.name} = {x.name}.contiguous().reshape(-1)")
+    full = kern.tensor(f"v_{x.name}", f"v_{x.name}", prep=f"v_{x.name} = {x.name}.contiguous().reshape(-1)")
     (oname, out), = gen.out_views
-    kern.tensor(oname, f"{out.name}.reshape(-1)")
+    NT = cdiv(F, T)
+    tail = F % 16  # elements past the largest multiple of 16: the last tile goes element-wise (_Tail)
+    last = Tail(full, f"p_{x.name}", oname, f"p_{out.name}", NT, T) if tail else None
+    view, store_view = (last.view, last.out_view) if last else (full, oname)
+    if last:
+        kern.tensor(last.view, f"v_{x.name}[:{F - tail}]")
+        kern.tensor(oname, f"{out.name}.reshape(-1)")
+        kern.tensor(last.out_view, f"{out.name}.reshape(-1)[:{F - tail}]")
+    else:
+        kern.tensor(oname, f"{out.name}.reshape(-1)")
     ticket = kern.tensor("sm_ticket", "sm_ticket")
     status = {v: kern.tensor(f"st_{v}", f"sm_st_{v}") for v in _NAMES}
     hints = load_hint() + (
@@ -103,7 +111,6 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
     k(f"ra = tid * {KT} // {R}")
     k(f"bound = (ra + 1) * {R}")  # flat index of row ra + 1's first element
     k(f"lane = ct.arange({T}, dtype=ct.int32)")
-    NT = cdiv(F, T)
     past = [i for i in range(K) if (NB - 1) * K + i >= NT]  # slots wholly past the tensor in the last block
     tma = bool(TUNING["softmax_flat_tma"])  # zero padding (TMA loads) and a mask past the tensor; else -inf padding
     for i in range(K):
@@ -115,9 +122,11 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
                 k(load)
             with k.block("else:"):
                 k(f"x{i} = ct.full(({T},), -math.inf, dtype=ct.float32)")
+        elif last and i == (NT - 1) % K:
+            last.load(k, tile, f"x{i}", load)
         else:
             k(load)
-        if tma and F % T and i == (NT - 1) % K:  # the tensor's last tile, zero-padded: its tail to -inf
+        if tma and F % T and not last and i == (NT - 1) % K:  # the tensor's last tile, zero-padded: its tail to -inf
             with k.block(f"if {tile} == {NT - 1}:"):
                 k(f"x{i} = ct.where(lane < {F % T}, x{i}, -math.inf)")
         k(f"cut{i} = bound - ({tile}) * {T}")  # the tile's elements from lane cut<i> on are row ra + 1's
@@ -177,7 +186,10 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
                 lines = [f"y = {exp(f'x{i} - ' + pick('M0', 'M1'))} * {pick('Q0', 'Q1')}"]
                 if safe:
                     lines.append(f"y = ct.where({pick('S0', 'S1')} == 0.0, 0.0, y)")
-            return lines + [f"ct.store({oname}, index=(tid * {K} + {i},), tile=y{cast}{store_hint})"]
+            store = f"ct.store({store_view}, index=(tid * {K} + {i},), tile=y{cast}{store_hint})"
+            if last and i == (NT - 1) % K:
+                return lines + [lambda k: last.store(k, f"tid * {K} + {i}", f"y{cast}", store)]
+            return lines + [store]
 
         with k.block(f"if tid * {K} + {i} < {NT}:") if i in past else contextlib.nullcontext():
             _by_row(k, i, T, finish("0"), finish("1"), finish("cut"))
@@ -194,12 +206,34 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
 def _by_row(k, i: int, T: int, first: list[str], second: list[str], both: list[str]) -> None:
     """Lines for tile `i` wholly in the block's first row, wholly in the second (or past the tensor), or cut by
     the row boundary at lane cut<i> (a block-uniform branch)."""
-    with k.block(f"if cut{i} >= {T}:"):
-        for line in first:
-            k(line)
-    with k.block(f"elif cut{i} <= 0:"):
-        for line in second:
-            k(line)
-    with k.block("else:"):
-        for line in both:
-            k(line)
+    for header, lines in ((f"if cut{i} >= {T}:", first), (f"elif cut{i} <= 0:", second), ("else:", both)):
+        with k.block(header):
+            for line in lines:
+                line(k) if callable(line) else k(line)
+
+
+class Tail:
+    """A flat tensor whose length is not a multiple of 16 elements: tileiras vectorizes tiles of a 1D view only
+    when its length is (sm_90: softmax 8x50257 float32 loads with 128 LDG.E of 32 bits, 16x50257 with 32
+    LDG.E.128), so every tile but the last is loaded from and stored to a prefix view of the largest multiple of
+    16 elements, and the last tile (NT - 1, which holds the rest) goes element-wise through the whole view,
+    ct.gather padded with -inf and ct.scatter dropping indices past the end (a block-uniform branch; `lane` is
+    the kernel's arange over a tile)."""
+
+    def __init__(self, full: str, view: str, out_full: str, out_view: str, NT: int, T: int):
+        self.full, self.view, self.out_full, self.out_view, self.NT, self.T = full, view, out_full, out_view, NT, T
+
+    def load(self, k, tile: str, var: str, load: str) -> None:
+        """`load` (assigning `var` from the prefix view), or for the last tile its gather."""
+        with k.block(f"if {tile} == {self.NT - 1}:"):
+            k(f"{var} = ct.gather({self.full}, {self.NT - 1} * {self.T} + lane, "
+              "padding_value=-math.inf).astype(ct.float32)")
+        with k.block("else:"):
+            k(load)
+
+    def store(self, k, tile: str, value: str, store: str) -> None:
+        """`store` (to the prefix view), or for the last tile its scatter."""
+        with k.block(f"if {tile} == {self.NT - 1}:"):
+            k(f"ct.scatter({self.out_full}, {self.NT - 1} * {self.T} + lane, {value})")
+        with k.block("else:"):
+            k(store)

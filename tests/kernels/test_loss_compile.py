@@ -73,6 +73,11 @@ CASES = {
     "cross_entropy_flat_rows_bf16_sum": (forward("F.cross_entropy(x, y, reduction='sum')", XY),
                                          "[torch.randn(16, 2053).to(torch.bfloat16), torch.randint(0, 2053, (16,))]",
                                          {"int_ranges": {"y": (0, 2053)}}),
+    # 15 x 2053 logits, not a multiple of 16 in all: the last flat tile is gathered (loss_ce._tail_load), the
+    # last row's target among its last classes
+    "cross_entropy_flat_rows_tail_fp16": (forward("F.cross_entropy(x, y, reduction='none')", XY),
+                                          "[torch.randn(15, 2053).half(), torch.randint(0, 2053, (15,))]",
+                                          {"int_ranges": {"y": (2040, 2053)}}),
     "nll_weight_sum": (forward("F.nll_loss(x, y, weight=z, reduction='sum')", XYZ),
                        "[torch.randn(7, 5), torch.randint(0, 5, (7,)), torch.rand(5)]",
                        {"int_ranges": {"y": (0, 5)}, "positive": ("z",)}),
@@ -188,9 +193,9 @@ def test_cross_entropy_class_loop_variants(name, knobs, monkeypatch):
 
 
 def test_cross_entropy_flat_rows_where_rows_are_off_16_bytes(monkeypatch):
-    """Plain logits of one row per block whose rows are not 16-byte aligned (and whose flat length is a multiple
-    of 16) read aligned tiles of the flat tensor, one more per row than its chunks; aligned rows, a flat length off
-    16, several rows per block and the knob off keep the (N, C) tiles."""
+    """Plain logits of one row per block whose rows are not 16-byte aligned read aligned tiles of the flat tensor,
+    one more per row than its chunks (a flat length off 16: from its prefix of a multiple of 16, the last tile
+    gathered); aligned rows, several rows per block and the knob off keep the (N, C) tiles."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
@@ -202,7 +207,11 @@ def test_cross_entropy_flat_rows_where_rows_are_off_16_bytes(monkeypatch):
 
     assert flat(16, 2053) and flat(4096, 50257, "torch.bfloat16") and flat(16, 4100, "torch.bfloat16")
     assert not flat(16, 4096) and not flat(16, 4096, "torch.bfloat16")  # 16-byte rows
-    assert not flat(8, 2053)  # 16424 elements: not a multiple of 16
+    assert flat(8, 2053)  # 16424 elements: not a multiple of 16
+    spec = snippet_spec(forward("F.cross_entropy(x, y)", XY), "[torch.randn(8, 2053), torch.randint(0, 2053, (8,))]",
+                        FAMILY)
+    code = generate_kernel(spec).code
+    assert "p_x = a_x[:16416]" in code and "ct.gather(a_x, 4 * BC + ct.arange(BC" in code, code
     assert not flat(16, 1001)  # 4 rows per block
     monkeypatch.setitem(MEMORY_TUNING, "ce_flat", False)
     assert not flat(16, 2053)

@@ -60,11 +60,12 @@ VARIANTS = {
                                        lambda s, dt: _classes(s, dt, True),
                                        lambda s: {"int_ranges": {"y": (0, s[1])}, "positive": ("z",)},
                                        [(6, 37), (1000, 1000), (1, 2)]),
-    # rows off 16 bytes (flat tiles, loss_ce.flat_rows): GPT-2's vocabulary, with class weights and an ignored class
+    # rows off 16 bytes (flat tiles, loss_ce.flat_rows): GPT-2's vocabulary, with class weights and an ignored class;
+    # odd row counts (not a multiple of 16 logits in all: the last flat tile gathered)
     "cross_entropy_vocab_weight_ignore": ("F.cross_entropy(x, y, weight=z, ignore_index=3)", "x, y, z",
                                           lambda s, dt: _classes(s, dt, True),
                                           lambda s: {"int_ranges": {"y": (0, s[1])}, "positive": ("z",)},
-                                          [(16, 2053), (512, 50257), (64, 50257)]),
+                                          [(16, 2053), (512, 50257), (64, 50257), (511, 50257), (7, 50257)]),
     "cross_entropy_none": ("F.cross_entropy(x, y, reduction='none')", "x, y", _classes,
                            lambda s: {"int_ranges": {"y": (0, s[1])}}, [(9, 10), (4096, 333), (1, 1)]),
     "nll_weight_sum": ("F.nll_loss(x, y, weight=z, reduction='sum')", "x, y, z",

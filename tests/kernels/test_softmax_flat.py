@@ -30,6 +30,12 @@ CASES = {  # name: (expression, inputs, TUNING overrides, (tile, tiles per block
     # 2 bytes off, 3d, the last block's first tile partly past the tensor (zero-padded, masked), its second wholly
     "softmax_3d_33001_fp16": ("F.softmax(x, dim=-1)", "[torch.randn(2, 8, 33001).half()]", {},
                               (4096, 2, 65, 16)),
+    # 9 x 50257 elements, not a multiple of 16: tiles from the prefix view, the last one gathered and scattered
+    # (softmax_flat.Tail); 2 bytes off with -inf padding, 4 tiles of 2048 per block (the last tile in the last
+    # block's first slot, the other three past the tensor)
+    "softmax_tail_9x50257_fp32": ("torch.softmax(x, -1)", "[torch.randn(9, 50257)]", {}, (4096, 2, 56, 16)),
+    "log_softmax_tail_7x40001_bf16": ("torch.log_softmax(x, -1)", "[torch.randn(7, 40001).to(torch.bfloat16)]",
+                                      {"softmax_flat_tile": 2048, "softmax_flat_tma": False}, (2048, 4, 35, 16)),
 }
 
 
@@ -60,9 +66,9 @@ def test_flat_softmax_compiles_and_matches_with_concurrent_blocks(name, monkeypa
 
 
 def test_flat_only_where_it_applies(monkeypatch):
-    """Aligned rows in even segments, a flat length that is not a multiple of 16, rows that fit one tile, a fused
-    prologue and an inner dim keep the other forms; aligned rows whose split is ragged go flat (softmax_flat
-    _aligned); the knobs turn it off."""
+    """Aligned rows in even segments, rows that fit one tile, a fused prologue and an inner dim keep the other
+    forms (a flat length that is not a multiple of 16 is flat too); aligned rows whose split is ragged go flat
+    (softmax_flat_aligned); the knobs turn it off."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.rowwise import TUNING
 
@@ -72,7 +78,7 @@ def test_flat_only_where_it_applies(monkeypatch):
     assert flat("torch.softmax(x, -1)", "[torch.randn(16, 50257)]")
     assert not flat("torch.softmax(x, -1)", "[torch.randn(16, 65536)]")  # 16-byte rows in 4 even segments: split
     assert flat("torch.softmax(x, -1)", "[torch.randn(16, 50256)]")  # ... in 4, 4, 4 and 1 chunks: flat
-    assert not flat("torch.softmax(x, -1)", "[torch.randn(8, 50257)]")  # 402056 elements: no 128-bit tiles
+    assert flat("torch.softmax(x, -1)", "[torch.randn(8, 50257)]")  # 402056 elements: the last tile gathered
     assert flat("torch.softmax(x, -1)", "[torch.randn(16, 50260).half()]")  # 100520-byte rows: 8 off
     assert not flat("torch.softmax(x, -1)", "[torch.randn(16, 30001)]")  # one tile per row
     assert not flat("torch.softmax(x * 0.5, -1)", "[torch.randn(16, 50257)]")

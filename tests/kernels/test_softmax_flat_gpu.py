@@ -21,6 +21,12 @@ CASES = [  # name, forward, input shape, dtype, TUNING overrides
     # 16-byte rows whose split rows would be ragged (13 chunks of 4096)
     ("aligned_ragged_fp32", "torch.softmax(x, -1)", (1024, 50256), "float32", {}),
     ("tiles_2k_log_fp32", "torch.log_softmax(x, -1)", (512, 50257), "float32", {"softmax_flat_tile": 2048}),
+    # odd row counts: not a multiple of 16 elements in all, the last flat tile gathered and scattered
+    ("odd_rows_fp32", "torch.softmax(x, -1)", (1023, 50257), "float32", {}),
+    ("odd_rows_log_bf16", "torch.log_softmax(x, -1)", (511, 50257), "bfloat16", {}),
+    ("few_odd_rows_fp16", "torch.softmax(x, -1)", (7, 50257), "float16", {}),
+    ("odd_rows_small_blocks_bf16", "torch.softmax(x, -1)", (5, 40001), "bfloat16",
+     {"softmax_flat_tile": 2048, "softmax_flat_tma": False}),
 ]
 
 
