@@ -23,25 +23,9 @@ def flat_rows(xin, N: int, C: int, BR: int, BC: int) -> bool:
     row per block, rows whose stride is not a multiple of 16 bytes (50257 classes: every tile load of the (N, C)
     view is 16 bits at a time in sm_90 SASS), flat indices within int32. (tileiras vectorizes the flat view only
     when its length is a multiple of 16 elements: otherwise the tiles come from that prefix and the last one is
-    gathered, softmax_flat.Tail's split.)"""
+    gathered after the loop, which needs two tiles at least.)"""
     return (bool(MEMORY_TUNING["ce_flat"]) and xin.dtype in ("float32", "float16", "bfloat16") and BR == 1
-            and off_16_bytes(xin.dtype, C) and N * C + 2 * BC < 2 ** 31)
-
-
-def _tail_load(plan: LossPlan, xin, F: int, NT: int, hint: str, li: str) -> str:
-    """The class loop's load of flat tile t0 + j when the F logits are not a multiple of 16 elements: every
-    tile but the last from a prefix view of the largest multiple of 16 (vectorized), the last gathered from the
-    whole view padded with -inf (tiles past it, clamped to it, are masked off the row anyway)."""
-    full, prefix = array_param(xin), f"p_{xin.name}"
-    plan.extra_arrays.append((prefix, f"{full}[:{F - F % 16}]"))
-    ind = li + I
-    return "\n".join([
-        f"{li}if t0 + j >= {NT - 1}:",
-        f"{ind}xv = ct.reshape(ct.gather({full}, {NT - 1} * BC + ct.arange(BC, dtype=ct.int32), "
-        f"padding_value=-math.inf), (1, BC)).astype(ct.float32)",
-        f"{li}else:",
-        f"{ind}xv = ct.reshape(ct.load({prefix}, index=(t0 + j,), shape=(BC,), "
-        f"padding_mode=ct.PaddingMode.NEG_INF{hint}), (1, BC)).astype(ct.float32)"])
+            and off_16_bytes(xin.dtype, C) and N * C + 2 * BC < 2 ** 31 and ((N * C) % 16 == 0 or N * C > BC))
 
 
 def class_loss(plan: LossPlan) -> KernelSource:
@@ -114,6 +98,7 @@ def class_loss(plan: LossPlan) -> KernelSource:
         load = (f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
                 f"padding_mode=ct.PaddingMode.NEG_INF{hint}).astype(ct.float32)")
         nchunks = -(-C // BC)
+        tail_head: list[str] = []  # after the loop, the lines loading the flat tensor's last tile into xv
         if flat_rows(xin, N, C, BR, BC):
             # rows off 16-byte alignment: the row's span of aligned tiles of the flat logits, masked to the row
             # (the tiles at its ends are shared with the neighbouring rows, read again from L2)
@@ -123,38 +108,48 @@ def class_loss(plan: LossPlan) -> KernelSource:
             lines += [f"{ind}start = pid * {C}",
                       f"{ind}t0 = start // BC",
                       f"{ind}xt = ct.gather({array_param(xin)}, rr * {C} + tgt, padding_value=0).astype(ct.float32)"]
+            tail = (N * C) % 16
+            if tail:  # the tiles from a prefix of a multiple of 16 elements, vectorized; the last one gathered
+                src, last = f"p_{xin.name}", NT - 2  # (the loop's tiles past NT - 2 are masked off)
+                plan.extra_arrays.append((src, f"{array_param(xin)}[:{N * C - tail}]"))
+            else:
+                src, last = array_param(xin), NT - 1
+            keep = f" & (t0 + j <= {last})" if tail else ""
             load = "\n".join([
-                f"{li}xv = ct.reshape(ct.load({array_param(xin)}, index=(ct.minimum(t0 + j, {NT - 1}),), "
-                f"shape=(BC,), padding_mode=ct.PaddingMode.NEG_INF{hint}), (1, BC)).astype(ct.float32)"
-                if not (N * C) % 16 else _tail_load(plan, xin, N * C, NT, hint, li),
+                f"{li}xv = ct.reshape(ct.load({src}, index=(ct.minimum(t0 + j, {last}),), "
+                f"shape=(BC,), padding_mode=ct.PaddingMode.NEG_INF{hint}), (1, BC)).astype(ct.float32)",
                 f"{li}ff = (t0 + j) * BC + ct.arange(BC, dtype=ct.int32)[None, :] - start",
-                f"{li}xv = ct.where((ff >= 0) & (ff < {C}), xv, -math.inf)"])
+                f"{li}xv = ct.where((ff >= 0) & (ff < {C}){keep}, xv, -math.inf)"])
+            if tail:  # where the row reaches the last tile: gathered, -inf past the tensor and outside the row
+                tail_head = [f"{ind}if t0 + {nchunks - 1} >= {NT - 1}:",
+                             f"{li}ff = {NT - 1} * BC + ct.arange(BC, dtype=ct.int32)[None, :]",
+                             f"{li}xv = ct.gather({array_param(xin)}, ff, padding_value=-math.inf).astype(ct.float32)",
+                             f"{li}xv = ct.where((ff - start >= 0) & (ff - start < {C}), xv, -math.inf)"]
         else:
             lines.append(f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)")
         if MEMORY_TUNING["ce_lane_max"]:
             # per-lane running max (log2 units) and sum; the lowest finite float as the start keeps x - m finite
             # for -inf padding (e = 0) and a lane that never sees a finite logit adds nothing at the end
-            lines += [f"{ind}m = ct.full((BR, BC), {lit(-3.4028234663852886e38)}, dtype=ct.float32)",
-                      f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
-                      f"{ind}for j in range({nchunks}):",
-                      load,
-                      f"{li}x2 = xv * {log2e!r}",
+            init = [f"{ind}m = ct.full((BR, BC), {lit(-3.4028234663852886e38)}, dtype=ct.float32)",
+                    f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)"]
+            update = [f"{li}x2 = xv * {log2e!r}",
                       f"{li}e = ct.exp2(-ct.abs(x2 - m){ftz})",
                       f"{li}l = ct.where(x2 > m, l * e + 1.0, l + e)",
-                      f"{li}m = ct.maximum(m, x2)",
-                      f"{ind}mr = ct.max(m, axis=1, keepdims=True)",
-                      f"{ind}lse = (mr + ct.log2(ct.sum(l * ct.exp2(m - mr{ftz}), axis=1, keepdims=True))) * "
-                      f"{1.0 / log2e!r}"]
+                      f"{li}m = ct.maximum(m, x2)"]
+            final = [f"{ind}mr = ct.max(m, axis=1, keepdims=True)",
+                     f"{ind}lse = (mr + ct.log2(ct.sum(l * ct.exp2(m - mr{ftz}), axis=1, keepdims=True))) * "
+                     f"{1.0 / log2e!r}"]
         else:
-            lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
-                      f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)",
-                      f"{ind}for j in range({nchunks}):",
-                      load,
-                      f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
-                      f"{li}l = l * ct.exp2((m - mn) * {log2e!r}{ftz}) + "
-                      f"ct.exp2(xv * {log2e!r} - mn * {log2e!r}{ftz})",
-                      f"{li}m = mn",
-                      f"{ind}lse = m + ct.log(ct.sum(l, axis=1, keepdims=True))"]
+            init = [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
+                    f"{ind}l = ct.zeros((BR, BC), dtype=ct.float32)"]
+            # (mr: the new max, 0 while a row has seen only -inf: exp(-inf - -inf) would make its sum NaN)
+            update = [f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
+                      f"{li}mr = ct.where(mn == -math.inf, 0.0, mn)",
+                      f"{li}l = l * ct.exp2((m - mr) * {log2e!r}{ftz}) + "
+                      f"ct.exp2(xv * {log2e!r} - mr * {log2e!r}{ftz})",
+                      f"{li}m = mn"]
+            final = [f"{ind}lse = m + ct.log(ct.sum(l, axis=1, keepdims=True))"]
+        lines += init + [f"{ind}for j in range({nchunks}):", load] + update + (tail_head + update if tail_head else []) + final
         lines.append(f"{ind}per = (lse - xt) * wt" if win is not None else f"{ind}per = lse - xt")
     elif op == "cross_entropy_loss":
         lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",
@@ -175,7 +170,8 @@ def class_loss(plan: LossPlan) -> KernelSource:
             lines.append(f"{li}xv = ct.where(cc < {C}, {xv}, -math.inf)")
         lines += [
                   f"{li}mn = ct.maximum(m, ct.max(xv, axis=1, keepdims=True))",
-                  f"{li}l = l * {ce_exp('m - mn')} + ct.sum({ce_exp('xv - mn')}, axis=1, keepdims=True)",
+                  f"{li}mr = ct.where(mn == -math.inf, 0.0, mn)",
+                  f"{li}l = l * {ce_exp('m - mr')} + ct.sum({ce_exp('xv - mr')}, axis=1, keepdims=True)",
                   f"{li}m = mn",
                   f"{li}xt = xt + ct.sum(ct.where(cc == tgt, xv, 0.0), axis=1, keepdims=True)"]
         if ls:

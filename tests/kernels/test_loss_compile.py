@@ -211,7 +211,32 @@ def test_cross_entropy_flat_rows_where_rows_are_off_16_bytes(monkeypatch):
     spec = snippet_spec(forward("F.cross_entropy(x, y)", XY), "[torch.randn(8, 2053), torch.randint(0, 2053, (8,))]",
                         FAMILY)
     code = generate_kernel(spec).code
-    assert "p_x = a_x[:16416]" in code and "ct.gather(a_x, 4 * BC + ct.arange(BC" in code, code
+    assert "p_x = a_x[:16416]" in code and "ff = 4 * BC + ct.arange(BC" in code and "ct.gather(a_x, ff, padding_value=-math.inf)" in code, code
     assert not flat(16, 1001)  # 4 rows per block
     monkeypatch.setitem(MEMORY_TUNING, "ce_flat", False)
     assert not flat(16, 2053)
+
+
+@pytest.mark.parametrize("classes", [5000, 5001])
+def test_cross_entropy_rows_whose_first_chunk_is_all_minus_inf(classes):
+    """A row whose first 4096-class chunk is all -inf (masked logits) has a finite loss: the online log-sum-exp
+    must not compute exp(-inf - -inf) while the row's max is still -inf. (N, C) tiles (5000) and flat tiles
+    (5001: rows off 16 bytes, 3 x 5001 not a multiple of 16, the last tile gathered)."""
+    import torch
+
+    from tilestudio.core.kernels import generate_kernel
+
+    from .cutile_emulator import emulation, load_emulated
+
+    spec = snippet_spec(forward("F.cross_entropy(x, y, reduction='none')", XY),
+                        f"[torch.randn(3, {classes}), torch.randint(0, {classes}, (3,))]", FAMILY)
+    source = generate_kernel(spec)
+    x = torch.randn(3, classes)
+    x[0, :4200] = -torch.inf
+    x[2, 100:] = -torch.inf
+    y = torch.tensor([4500, 7, 50])
+    with emulation():
+        got = load_emulated(source)[source.launch_name](x, y)
+    want = torch.nn.functional.cross_entropy(x.double(), y, reduction="none")
+    assert torch.isfinite(got).all(), got
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
