@@ -22,10 +22,10 @@ def flat_rows(xin, N: int, C: int, BR: int, BC: int) -> bool:
     """Whether the plain logits' class loop reads aligned tiles of the flat tensor (MEMORY_TUNING["ce_flat"]): one
     row per block, rows whose stride is not a multiple of 16 bytes (50257 classes: every tile load of the (N, C)
     view is 16 bits at a time in sm_90 SASS), flat indices within int32. (tileiras vectorizes the flat view only
-    when its length is a multiple of 16 elements: otherwise the tiles come from that prefix and the last one is
-    gathered after the loop, which needs two tiles at least.)"""
+    when its length is a multiple of 16 elements: otherwise the tiles come from that prefix and the last row's
+    elements past it are gathered after the loop.)"""
     return (bool(MEMORY_TUNING["ce_flat"]) and xin.dtype in ("float32", "float16", "bfloat16") and BR == 1
-            and off_16_bytes(xin.dtype, C) and N * C + 2 * BC < 2 ** 31 and ((N * C) % 16 == 0 or N * C > BC))
+            and off_16_bytes(xin.dtype, C) and N * C + 2 * BC < 2 ** 31)
 
 
 def class_loss(plan: LossPlan) -> KernelSource:
@@ -98,7 +98,7 @@ def class_loss(plan: LossPlan) -> KernelSource:
         load = (f"{li}xv = ct.load({array_param(xin)}, index=(pid, j), shape=(BR, BC), "
                 f"padding_mode=ct.PaddingMode.NEG_INF{hint}).astype(ct.float32)")
         nchunks = -(-C // BC)
-        tail_head: list[str] = []  # after the loop, the lines loading the flat tensor's last tile into xv
+        tail_head: list[str] = []  # after the loop, the lines loading the elements past a flat prefix into xv
         if flat_rows(xin, N, C, BR, BC):
             # rows off 16-byte alignment: the row's span of aligned tiles of the flat logits, masked to the row
             # (the tiles at its ends are shared with the neighbouring rows, read again from L2)
@@ -109,22 +109,21 @@ def class_loss(plan: LossPlan) -> KernelSource:
                       f"{ind}t0 = start // BC",
                       f"{ind}xt = ct.gather({array_param(xin)}, rr * {C} + tgt, padding_value=0).astype(ct.float32)"]
             tail = (N * C) % 16
-            if tail:  # the tiles from a prefix of a multiple of 16 elements, vectorized; the last one gathered
-                src, last = f"p_{xin.name}", NT - 2  # (the loop's tiles past NT - 2 are masked off)
-                plan.extra_arrays.append((src, f"{array_param(xin)}[:{N * C - tail}]"))
-            else:
-                src, last = array_param(xin), NT - 1
-            keep = f" & (t0 + j <= {last})" if tail else ""
+            src = array_param(xin)
+            if tail:  # the tiles from the prefix of a multiple of 16 elements (vectorized), the rest gathered
+                P = N * C - tail
+                src = f"p_{xin.name}"
+                plan.extra_arrays.append((src, f"{array_param(xin)}[:{P}]"))
+                tail_head = [f"{ind}if start + {C} > {P}:",  # (the last row)
+                             f"{li}ff = {P} + ct.arange(BC, dtype=ct.int32)[None, :]",
+                             f"{li}xv = ct.gather({array_param(xin)}, ff, mask=ff < {N * C}, "
+                             "padding_value=-math.inf).astype(ct.float32)",
+                             f"{li}xv = ct.where(ff - start >= 0, xv, -math.inf)"]
             load = "\n".join([
-                f"{li}xv = ct.reshape(ct.load({src}, index=(ct.minimum(t0 + j, {last}),), "
+                f"{li}xv = ct.reshape(ct.load({src}, index=(ct.minimum(t0 + j, {NT - 1}),), "
                 f"shape=(BC,), padding_mode=ct.PaddingMode.NEG_INF{hint}), (1, BC)).astype(ct.float32)",
                 f"{li}ff = (t0 + j) * BC + ct.arange(BC, dtype=ct.int32)[None, :] - start",
-                f"{li}xv = ct.where((ff >= 0) & (ff < {C}){keep}, xv, -math.inf)"])
-            if tail:  # where the row reaches the last tile: gathered, -inf past the tensor and outside the row
-                tail_head = [f"{ind}if t0 + {nchunks - 1} >= {NT - 1}:",
-                             f"{li}ff = {NT - 1} * BC + ct.arange(BC, dtype=ct.int32)[None, :]",
-                             f"{li}xv = ct.gather({array_param(xin)}, ff, padding_value=-math.inf).astype(ct.float32)",
-                             f"{li}xv = ct.where((ff - start >= 0) & (ff - start < {C}), xv, -math.inf)"]
+                f"{li}xv = ct.where((ff >= 0) & (ff < {C}), xv, -math.inf)"])
         else:
             lines.append(f"{ind}xt = ct.gather({array_param(xin)}, (rr, tgt), padding_value=0).astype(ct.float32)")
         if MEMORY_TUNING["ce_lane_max"]:

@@ -94,8 +94,8 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
     full = kern.tensor(f"v_{x.name}", f"v_{x.name}", prep=f"v_{x.name} = {x.name}.contiguous().reshape(-1)")
     (oname, out), = gen.out_views
     NT = cdiv(F, T)
-    tail = F % 16  # elements past the largest multiple of 16: the last tile goes element-wise (_Tail)
-    last = Tail(full, f"p_{x.name}", oname, f"p_{out.name}", NT, T) if tail else None
+    tail = F % 16  # elements past the largest multiple of 16: gathered into the last tile and scattered (Tail)
+    last = Tail(full, f"p_{x.name}", oname, f"p_{out.name}", NT, T, F - tail) if tail else None
     view, store_view = (last.view, last.out_view) if last else (full, oname)
     if last:
         kern.tensor(last.view, f"v_{x.name}[:{F - tail}]")
@@ -122,10 +122,10 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
                 k(load)
             with k.block("else:"):
                 k(f"x{i} = ct.full(({T},), -math.inf, dtype=ct.float32)")
-        elif last and i == (NT - 1) % K:
-            last.load(k, tile, f"x{i}", load)
         else:
             k(load)
+        if last and i == (NT - 1) % K:
+            last.merge(k, tile, f"x{i}")
         if tma and F % T and not last and i == (NT - 1) % K:  # the tensor's last tile, zero-padded: its tail to -inf
             with k.block(f"if {tile} == {NT - 1}:"):
                 k(f"x{i} = ct.where(lane < {F % T}, x{i}, -math.inf)")
@@ -213,27 +213,25 @@ def _by_row(k, i: int, T: int, first: list[str], second: list[str], both: list[s
 
 
 class Tail:
-    """A flat tensor whose length is not a multiple of 16 elements: tileiras vectorizes tiles of a 1D view only
-    when its length is (sm_90: softmax 8x50257 float32 loads with 128 LDG.E of 32 bits, 16x50257 with 32
-    LDG.E.128), so every tile but the last is loaded from and stored to a prefix view of the largest multiple of
-    16 elements, and the last tile (NT - 1, which holds the rest) goes element-wise through the whole view,
-    ct.gather padded with -inf and ct.scatter dropping indices past the end (a block-uniform branch; `lane` is
-    the kernel's arange over a tile)."""
+    """A flat tensor whose length F is not a multiple of 16 elements: tileiras vectorizes the tiles of a 1D view
+    only when its length is (sm_90: softmax 8x50257 float32 loads with 128 LDG.E of 32 bits, 16x50257 with 32
+    LDG.E.128), so every tile is loaded from and stored to a prefix view of the largest multiple of 16, P
+    elements, exactly as an even length's; then the last tile (NT - 1) alone, in a block-uniform branch after
+    its load or store, gathers or scatters its lanes from P on through the whole view (the gather's -inf past
+    F, the scatter dropping indices past it). `lane` is the kernel's arange over a tile."""
 
-    def __init__(self, full: str, view: str, out_full: str, out_view: str, NT: int, T: int):
-        self.full, self.view, self.out_full, self.out_view, self.NT, self.T = full, view, out_full, out_view, NT, T
+    def __init__(self, full: str, view: str, out_full: str, out_view: str, NT: int, T: int, P: int):
+        self.full, self.view, self.out_full, self.out_view = full, view, out_full, out_view
+        self.NT, self.T, self.first = NT, T, P - (NT - 1) * T  # the last tile's first lane past the prefix
 
-    def load(self, k, tile: str, var: str, load: str) -> None:
-        """`load` (assigning `var` from the prefix view), or for the last tile its gather."""
+    def merge(self, k, tile: str, var: str) -> None:
+        """After `var`'s load of `tile` from the prefix: for the last tile, its lanes past the prefix gathered."""
         with k.block(f"if {tile} == {self.NT - 1}:"):
-            k(f"{var} = ct.gather({self.full}, {self.NT - 1} * {self.T} + lane, "
-              "padding_value=-math.inf).astype(ct.float32)")
-        with k.block("else:"):
-            k(load)
+            k(f"{var} = ct.where(lane >= {self.first}, ct.gather({self.full}, {(self.NT - 1) * self.T} + lane, "
+              f"padding_value=-math.inf).astype(ct.float32), {var})")
 
     def store(self, k, tile: str, value: str, store: str) -> None:
-        """`store` (to the prefix view), or for the last tile its scatter."""
+        """`store` (to the prefix), then for the last tile its lanes past the prefix scattered."""
+        k(store)
         with k.block(f"if {tile} == {self.NT - 1}:"):
-            k(f"ct.scatter({self.out_full}, {self.NT - 1} * {self.T} + lane, {value})")
-        with k.block("else:"):
-            k(store)
+            k(f"ct.scatter({self.out_full}, {(self.NT - 1) * self.T} + lane, {value}, mask=lane >= {self.first})")
