@@ -63,6 +63,14 @@ EXTRA_CASES = [
     # element-wise (softmax_flat.Tail; before session 17 such rows took the split rows' 32-bit accesses)
     ("softmax", "softmax rows 4095x50257 fp32 (two-pass rows, odd rows)", "def forward(self, x):\n        return torch.softmax(x, -1)",
      "[torch.randn(4095, 50257)]", "mem", None),
+    # attention-score softmax of a ViT-B/16 (12 heads x 197 tokens, batch 64) and of CLIP's text encoder (77
+    # tokens): short rows whose stride is off 16 bytes (394 / 154 bytes), many rows per tile
+    ("softmax", "softmax rows 151296x197 fp16 (ViT attention, rows off 16 bytes)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(151296, 197).half()]", "mem", None),
+    ("softmax", "softmax rows 151296x200 fp16 (aligned reference for the ViT rows)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(151296, 200).half()]", "mem", None),
+    ("softmax", "softmax rows 98560x77 fp16 (CLIP text attention, rows off 16 bytes)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(98560, 77).half()]", "mem", None),
     ("softmax", "log_softmax rows 4095x50257 bf16 (two-pass rows, odd rows)", "def forward(self, x):\n        return torch.log_softmax(x, -1)",
      "[torch.randn(4095, 50257).to(torch.bfloat16)]", "mem", None),
     # the same split (4, 4, 4, 1 chunks of 4096) over rows whose stride is a multiple of 16 bytes: 50257-float rows

@@ -148,7 +148,8 @@ def class_loss(plan: LossPlan) -> KernelSource:
                       f"ct.exp2(xv * {log2e!r} - mr * {log2e!r}{ftz})",
                       f"{li}m = mn"]
             final = [f"{ind}lse = m + ct.log(ct.sum(l, axis=1, keepdims=True))"]
-        lines += init + [f"{ind}for j in range({nchunks}):", load] + update + (tail_head + update if tail_head else []) + final
+        lines += init + [f"{ind}for j in range({nchunks}):", load] + update
+        lines += (tail_head + update if tail_head else []) + final
         lines.append(f"{ind}per = (lse - xt) * wt" if win is not None else f"{ind}per = lse - xt")
     elif op == "cross_entropy_loss":
         lines += [f"{ind}m = ct.full((BR, 1), -math.inf, dtype=ct.float32)",

@@ -119,8 +119,8 @@ def unreduced_module(plan: LossPlan, lines: list[str], consts: list[tuple[str, i
     """The source of a loss with per-element / per-row outputs: one kernel (`lines`, head included) on `grid`."""
     spec = plan.spec
     outs = [out_param(o) for o in spec.outputs]
-    wrapper = launch_wrapper(plan, [(f"{spec.id}_kernel", grid, plan.array_args() + outs + [str(v) for _, v in consts])],
-                             None)
+    args = plan.array_args() + outs + [str(v) for _, v in consts]
+    wrapper = launch_wrapper(plan, [(f"{spec.id}_kernel", grid, args)], None)
     return module(spec, ["\n".join(lines)], wrapper, [f"{spec.id}_kernel"], [note])
 
 

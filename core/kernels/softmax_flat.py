@@ -25,10 +25,10 @@ every flat tile is written by one block. Deadlock-free as split_rows.py: a block
 two rows, at most W - 1 tickets away, so W resident blocks always let the lowest waiting one finish.
 
 Requirements (else the split or two-pass row forms): the reduced dim last, rows of more than one chunk, the
-row stride not a multiple of 16 bytes (or 16-byte rows whose split rows would be ragged: _ragged_split), a
-multiple of 16 elements in all (else tileiras cannot vectorize the flat view: sm_90, softmax 8x50257 float32
-loads with 128 LDG.E of 32 bits, 16x50257 with 32 LDG.E.128), no fused prologue or epilogue, one output in the
-input's dtype, and flat indices that fit int32.
+row stride not a multiple of 16 bytes (or 16-byte rows whose split rows would be ragged: _ragged_split), no fused
+prologue or epilogue, one output in the input's dtype, and flat indices that fit int32. A length that is not a
+multiple of 16 elements (an odd batch: 4095x50257) reads and writes its tiles through a prefix view of one, and
+its last few elements element-wise (Tail).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def flat_plan(parts: Parts, layout: Layout) -> tuple[int, int] | None:
     if not TUNING["softmax_flat"] or x is None or x.dtype not in FLOAT_DTYPES or layout.kind != "row":
         return None
     R = layout.R
-    if (layout.nch < 2 or (not off_16_bytes(x.dtype, R) and not _ragged_split(layout)) or parts.prologue or parts.epilogue or len(spec.outputs) != 1 or spec.outputs[0].dtype != x.dtype
+    if (layout.nch < 2 or (not off_16_bytes(x.dtype, R) and not _ragged_split(layout)) or parts.prologue
+            or parts.epilogue or len(spec.outputs) != 1 or spec.outputs[0].dtype != x.dtype
             or spec.outputs[0].graph_value != parts.anchor.node):
         return None
     T = int(TUNING["softmax_flat_tile"])
@@ -99,10 +100,9 @@ def generate_flat(gen: SameShapeGen, T: int, K: int, log: bool, safe: bool, exp)
     view, store_view = (last.view, last.out_view) if last else (full, oname)
     if last:
         kern.tensor(last.view, f"v_{x.name}[:{F - tail}]")
-        kern.tensor(oname, f"{out.name}.reshape(-1)")
+    kern.tensor(oname, f"{out.name}.reshape(-1)")
+    if last:
         kern.tensor(last.out_view, f"{out.name}.reshape(-1)[:{F - tail}]")
-    else:
-        kern.tensor(oname, f"{out.name}.reshape(-1)")
     ticket = kern.tensor("sm_ticket", "sm_ticket")
     status = {v: kern.tensor(f"st_{v}", f"sm_st_{v}") for v in _NAMES}
     hints = load_hint() + (
@@ -228,7 +228,7 @@ class Tail:
         """After `var`'s load of `tile` from the prefix: for the last tile, its lanes past the prefix gathered."""
         with k.block(f"if {tile} == {self.NT - 1}:"):
             k(f"{var} = ct.where(lane >= {self.first}, ct.gather({self.full}, {(self.NT - 1) * self.T} + lane, "
-              f"padding_value=-math.inf).astype(ct.float32), {var})")
+              f"mask=lane >= {self.first}, padding_value=-math.inf).astype(ct.float32), {var})")
 
     def store(self, k, tile: str, value: str, store: str) -> None:
         """`store` (to the prefix), then for the last tile its lanes past the prefix scattered."""

@@ -211,7 +211,8 @@ def test_cross_entropy_flat_rows_where_rows_are_off_16_bytes(monkeypatch):
     spec = snippet_spec(forward("F.cross_entropy(x, y)", XY), "[torch.randn(8, 2053), torch.randint(0, 2053, (8,))]",
                         FAMILY)
     code = generate_kernel(spec).code
-    assert "p_x = a_x[:16416]" in code and "ff = 16416 + ct.arange(BC" in code and "ct.gather(a_x, ff, mask=ff < 16424" in code, code
+    assert ("p_x = a_x[:16416]" in code and "ff = 16416 + ct.arange(BC" in code
+            and "ct.gather(a_x, ff, mask=ff < 16424" in code), code
     assert not flat(16, 1001)  # 4 rows per block
     monkeypatch.setitem(MEMORY_TUNING, "ce_flat", False)
     assert not flat(16, 2053)
