@@ -105,6 +105,10 @@ VARIANTS = {
     # 30 % achieved occupancy, stalls on the shared-memory row reductions; sm_90 R64 -> R40, no spills; 8 spills)
     "occ6stacked": {"occupancy_stacked": 6},  # the default since session 13 (65536x1000 0.087 -> 0.080 ms)
     "occ4stacked": {"occupancy_stacked": 4},
+    # short attention rows (session 17: ViT 197 / aligned 200 / CLIP 77 fp16 columns spill under the default 6:
+    # sm_90 R72 none / R40 96 B / R80 248 B; at 3: R125 / R80 / R168 and no spill; at 2: R198 / R128 / R254)
+    "occ3stacked": {"occupancy_stacked": 3},
+    "occ2stacked": {"occupancy_stacked": 2},
     "nohints": {"load_latency": None, "store_tma": None},
     "tmastore": {"store_tma": None},
     "lat3": {"load_latency": 3},
@@ -259,6 +263,8 @@ def variants_for(label: str, family: str) -> list[str]:
             ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
              "ssplit28k_ww8", "ssplit2k_5x5", "ssplit8k_7", "noflat", "flat16k", "flattma16k",
              "flat8k_occ4", "flattma8k_occ4", "flattma8k_occ3", "flattma8k_2k_occ4", "flattma12k_occ3"] if "50257" in label else [])
+    if "attention" in label:
+        names += ["occ4stacked", "occ3stacked", "occ2stacked"]
     if "global pool" in label:
         names += ["occ4stacked"]
     if "batch_norm" in label:
