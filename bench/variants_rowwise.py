@@ -67,8 +67,24 @@ EXTRA_CASES = [
     # tokens): short rows whose stride is off 16 bytes (394 / 154 bytes), many rows per tile
     ("softmax", "softmax rows 151296x197 fp16 (ViT attention, rows off 16 bytes)", "def forward(self, x):\n        return torch.softmax(x, -1)",
      "[torch.randn(151296, 197).half()]", "mem", None),
-    ("softmax", "softmax rows 151296x200 fp16 (aligned reference for the ViT rows)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+    ("softmax", "softmax rows 151296x200 fp16 (aligned attention reference)", "def forward(self, x):\n        return torch.softmax(x, -1)",
      "[torch.randn(151296, 200).half()]", "mem", None),
+    ("softmax", "softmax rows 98560x80 fp16 (aligned attention reference)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(98560, 80).half()]", "mem", None),
+    ("softmax", "softmax rows 49152x384 bf16 (aligned attention)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(49152, 384).bfloat16()]", "mem", None),
+    ("softmax", "softmax rows 65536x100 fp32 (aligned attention)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(65536, 100)]", "mem", None),
+    ("softmax", "softmax rows 98560x50 fp16 (attention, rows off 16 bytes)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(98560, 50).half()]", "mem", None),
+    ("softmax", "softmax rows 65536x130 fp32 (attention, rows off 16 bytes)", "def forward(self, x):\n        return torch.softmax(x, -1)",
+     "[torch.randn(65536, 130)]", "mem", None),
+    ("norm", "layer_norm 65536x768 bf16 (short rows, masked)",
+     "def __init__(self):\n        super().__init__()\n        self.ln = nn.LayerNorm(768).to(torch.bfloat16)\n    def forward(self, x):\n        return self.ln(x)",
+     "[torch.randn(65536, 768).bfloat16()]", "mem", None),
+    ("norm", "layer_norm 131072x384 fp16 (short rows, masked)",
+     "def __init__(self):\n        super().__init__()\n        self.ln = nn.LayerNorm(384).half()\n    def forward(self, x):\n        return self.ln(x)",
+     "[torch.randn(131072, 384).half()]", "mem", None),
     ("softmax", "softmax rows 98560x77 fp16 (CLIP text attention, rows off 16 bytes)", "def forward(self, x):\n        return torch.softmax(x, -1)",
      "[torch.randn(98560, 77).half()]", "mem", None),
     ("softmax", "log_softmax rows 4095x50257 bf16 (two-pass rows, odd rows)", "def forward(self, x):\n        return torch.log_softmax(x, -1)",
@@ -114,6 +130,28 @@ VARIANTS = {
     "lat3": {"load_latency": 3},
     # full-row kernels (softmax / norms): rows stacked per tile
     "tile4k": {"row_tile_elems": 4096},
+    # short attention rows in smaller stacked tiles (sm_90, session 18: ViT 197 R72 -> R48 at 4096 x 8 blocks,
+    # CLIP 77 R80 with a 248-byte frame -> R64 / R56 spill-free at 4096 / 2048 x 8)
+    "tile2k": {"row_tile_elems": 2048},
+    "tile4k_occ8": {"row_tile_elems": 4096, "occupancy_stacked": 8},
+    "tile2k_occ8": {"row_tile_elems": 2048, "occupancy_stacked": 8},
+    # stacked rows of masked columns with aligned output rows: stores through TMA at occupancy 3 / 4 (softmax /
+    # norms, the defaults since session 18), rows per stacked tile at most 32 (the default) or 16
+    "plainmasked": {"stacked_masked_tma_occupancy": None, "norm_masked_tma_occupancy": None, "stack_max_rows": None},
+    "mtma3": {"stacked_masked_tma_occupancy": 3, "norm_masked_tma_occupancy": 3},
+    "mtma4": {"stacked_masked_tma_occupancy": 4, "norm_masked_tma_occupancy": 4},
+    "mtma5": {"stacked_masked_tma_occupancy": 5, "norm_masked_tma_occupancy": 5},
+    "mtma6": {"stacked_masked_tma_occupancy": 6, "norm_masked_tma_occupancy": 6},
+    "recip": {"softmax_approx_recip": True},
+    # fewer short rows per tile, more blocks per SM (rows off 16 bytes: element loads and stores either way)
+    "rows16_occ8": {"stack_max_rows": 16, "occupancy_stacked": 8},
+    "rows8_occ12": {"stack_max_rows": 8, "occupancy_stacked": 12},
+    "rows8_occ16": {"stack_max_rows": 8, "occupancy_stacked": 16},
+    "rows4_occ16": {"stack_max_rows": 4, "occupancy": 16},
+    "rows64": {"stack_max_rows": 64},
+    "rows16": {"stack_max_rows": 16},
+    "tmastore_tile4k_occ8": {"store_tma": None, "row_tile_elems": 4096, "occupancy_stacked": 8},
+    "tmastore_occ3": {"store_tma": None, "occupancy_stacked": 3},
     "tile16k": {"row_tile_elems": 16384},
     # long rows: one pass from registers instead of two passes, or wider chunks
     "single32k": {"max_single": 32768},
@@ -263,8 +301,11 @@ def variants_for(label: str, family: str) -> list[str]:
             ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
              "ssplit28k_ww8", "ssplit2k_5x5", "ssplit8k_7", "noflat", "flat16k", "flattma16k",
              "flat8k_occ4", "flattma8k_occ4", "flattma8k_occ3", "flattma8k_2k_occ4", "flattma12k_occ3"] if "50257" in label else [])
+    if family in ("softmax", "norm"):
+        names += ["plainmasked", "mtma3", "mtma4", "mtma5", "mtma6", "rows64", "rows16", "recip"]
     if "attention" in label:
-        names += ["occ4stacked", "occ3stacked", "occ2stacked"]
+        names += ["occ4stacked", "occ3stacked", "occ2stacked", "tile2k", "tile4k_occ8", "tile2k_occ8", "tmastore", "tmastore_tile4k_occ8", "tmastore_occ3",
+                  "rows16_occ8", "rows8_occ12", "rows8_occ16", "rows4_occ16"]
     if "global pool" in label:
         names += ["occ4stacked"]
     if "batch_norm" in label:

@@ -54,6 +54,22 @@ TUNING = {
     # bf16 0.028 -> 0.027 ms, 65536x1000 0.087 -> 0.080 (0.74 -> 0.80 of a copy); Nsight Compute on the latter:
     # 75 % theoretical / 42 % achieved occupancy (4: 50 / 30 %). mean(2,3) pools stack rows too (R64 -> R40)
     "occupancy_stacked": 6,
+    # stacked short rows whose tile is wider than the row (masked columns: attention scores over 200 tokens, 1000
+    # classes, 768 features) and whose output rows are whole 16-byte units: stores through TMA at this occupancy
+    # (softmax / norms; None: plain stores at "occupancy_stacked"). Plain stores of masked columns are 16-bit or
+    # 32-bit per element and spill at 6 blocks per SM (sm_90: softmax 151296x200 fp16 R40 with a 96-byte frame,
+    # 64 STG.E.U16; layer_norm 65536x768 bf16 R40, 200 bytes); TMA stores at 3: R80, no frame, 8 UTMASTG.2D.
+    # H200, session 18, same run (variants_rowwise.py, variants default / mtma3 / mtma4, all with rows of 32):
+    # softmax 151296x200 fp16 0.103 -> 0.039 / 0.037 ms (eager 0.058), 65536x1000 bf16 0.081 -> 0.075 / 0.083,
+    # 49152x384 bf16 0.028 -> 0.028 / 0.032, 65536x100 fp32 0.062 -> 0.019; layer_norm 65536x768 bf16
+    # 0.128 -> 0.082 / 0.071, 131072x384 fp16 0.127 -> 0.080 / 0.069
+    "stacked_masked_tma_occupancy": 3,
+    "norm_masked_tma_occupancy": 4,
+    # rows per stacked tile at most (None: as many as fill row_tile_elems). Tiles of 64 or 128 short rows spill
+    # or lose the occupancy hint (sm_90: softmax 98560x77 fp16 R80 with a 248-byte frame, 98560x50 R249). H200,
+    # session 18, same run: softmax 98560x50 fp16 0.083 -> 0.034 ms, 98560x77 0.068 -> 0.046, 65536x100 fp32
+    # (with TMA stores) 0.026 -> 0.019; 16 rows lose (0.035, 0.047, 0.020; ViT 151296x197 0.087 -> 0.098)
+    "stack_max_rows": 32,
     "load_latency": 10,  # latency hint (1..10, None: none) on loads of the main input: deeper prefetch
     "store_tma": False,  # allow_tma on stores of row tiles (None: compiler default); plain stores were faster
     # full-view loads of the main input (and same-shape inputs) with check_bounds=False when the tiles cover the
@@ -101,6 +117,9 @@ TUNING = {
     # 4096x32768 fp32 0.973 -> 0.387 ms (eager 0.685), softmax 8192x8192 fp32 0.174 -> 0.173, log_softmax
     # 8192x4096 fp16 0.074 -> 0.068, softmax 16384x1000 bf16 0.056 -> 0.060 (noise level)
     "softmax_exp2": True,
+    # 1 / row sum of the one-tile and two-pass softmax as an approximate reciprocal (MUFU rcp, <= 1 ulp) instead
+    # of the IEEE division (sm_90: FCHK and a slow-path call per row held by a thread)
+    "softmax_approx_recip": False,
     # single-tile softmax rows loaded and stored as int64 words (softmax_words.py): 8-byte masked stores where a
     # row that is not a power of two long (1000 classes) stores 2 bytes per instruction. H200, session 8: slower
     # (softmax 16384x1000 bf16 0.66 -> 0.48 of copy, 65536x1000 0.74 -> 0.51)
@@ -289,16 +308,25 @@ class Layout:
     chunk_tma: bool | None = None  # allow_tma of the chunk loads of its own (scans, split rows), else TUNING's
     long_loops: bool = False  # many chunk iterations per tile: no load latency hint (compile time)
     store_tma: bool | None = None  # allow_tma on its row-tile stores (the look-back scan's), whatever the hints
+    store_compiler: bool = False  # row-tile stores without allow_tma (the compiler's TMA), whatever the above
 
-    def persist(self, kernel: "Kernel | None" = None, passes: int = 1, allow: bool = True) -> "Layout":
+    def persist(self, kernel: "Kernel | None" = None, passes: int = 1, allow: bool = True,
+                tma_occupancy: int | None = None) -> "Layout":
         """Make a row-layout kernel persistent (per TUNING, and `allow`) when it has more row tiles than one full
         grid; turn on load/store hints. Call after the tile sizes are final and before the body is emitted;
-        `passes`: how many times the kernel walks the chunks of a row."""
+        `passes`: how many times the kernel walks the chunks of a row; `tma_occupancy` (where every output row
+        is a whole number of 16-byte units): stacked rows of masked columns store through TMA at this occupancy."""
         self.hints = True
         if self.nch * passes > TUNING["persist_max_chunks"]:
             self.long_loops = True
             return self
-        occ = max(1, int(TUNING["occupancy_stacked" if self.BO >= 8 and self.R <= 1024 else "occupancy"]))
+        stacked = self.BO >= 8 and self.R <= 1024
+        tma_occ = tma_occupancy
+        if tma_occ and stacked and self.kind == "row" and self.nch == 1 and self.R % self.BR:
+            self.store_compiler = True
+            occ = max(1, int(tma_occ))
+        else:
+            occ = max(1, int(TUNING["occupancy_stacked" if stacked else "occupancy"]))
         cap = NUM_SM * occ
         kinds = ("row", "group", "col") if TUNING["persistent_col"] else ("row", "group")
         if TUNING["persistent"] and allow and self.kind in kinds and self.blocks() > cap:
@@ -327,6 +355,8 @@ class Layout:
 
     @property
     def store_hint(self) -> str:
+        if self.store_compiler:
+            return ""
         if self.store_tma is not None:
             return f", allow_tma={bool(self.store_tma)}"
         return store_hint() if self.hints else ""
@@ -508,7 +538,10 @@ def choose_tiles_full_row(layout: Layout, max_single: int | None = None, chunk: 
         if full > max_single:  # two passes over chunks: rows stacked up to long_tile_elems
             return choose_tiles(L, max(chunk, TUNING["long_tile_elems"] if long_tile is None else long_tile),
                                 max_br=chunk)
-        return choose_tiles(L, max(tile_elems, full), max_br=full)
+        L = choose_tiles(L, max(tile_elems, full), max_br=full)
+        if TUNING["stack_max_rows"]:
+            L.BO = min(L.BO, int(TUNING["stack_max_rows"]))
+        return L
     col_single = max_single if explicit else max(max_single, TUNING["col_max_single"])
     bi_min = min(pow2_at_least(L.I), 32 if explicit else max(32, TUNING["col_min_bi"]))
     if full * bi_min <= col_single:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..specs import KernelSpec, TensorSpec
-from .base import TORCH_TO_CT, Unsupported
+from .base import TORCH_TO_CT, Unsupported, off_16_bytes
 from .rowwise_code import Code, Kernel
 from .rowwise_spec import Parts, as_float, emit_ops
 from .rowwise_values import FLOAT_DTYPES, ct_dtype, prod
@@ -166,6 +166,11 @@ class SameShapeGen:
                 raise Unsupported(f"output {t.name}{t.shape} differs from the input shape {out_shape}")
             self.wrapper.append(alloc_line(t.name, t, self.device))
             self.out_views.append((f"o_{t.name}", t))
+
+    def rows_aligned(self) -> bool:
+        """Every output's rows in the layout's (O, R) view are whole 16-byte units (a row layout of
+        freshly allocated outputs): TMA can store their tiles."""
+        return self.L.kind == "row" and all(not off_16_bytes(t.dtype, self.L.R) for _, t in self.out_views)
 
     @property
     def device(self) -> str:

@@ -48,7 +48,8 @@ def generate(spec: KernelSpec) -> KernelSource:
                           f"{layout.view_shape}, tile {layout.tile}, read once: {split[0]} blocks per row of "
                           f"{split[1]} chunks each, held in registers, max and sum merged through atomics",
                           grid=grid, extra_lines=extra)
-    layout.persist(gen.kernel, passes=2 if layout.nch > 1 else 1, allow=not wide)
+    tma_occ = TUNING["stacked_masked_tma_occupancy"] if gen.rows_aligned() else None
+    layout.persist(gen.kernel, passes=2 if layout.nch > 1 else 1, allow=not wide, tma_occupancy=tma_occ)
     if words_fit(parts, layout):
         return generate_words(gen, log, safe, _exp)
     g = _Softmax(gen, log, safe)
@@ -64,6 +65,14 @@ def _exp(arg: str) -> str:
     """exp of a softmax argument (x - row max <= 0), as exp2 per TUNING["softmax_exp2"]: results flushed below the
     normal range add nothing to a sum that holds exp(0) = 1."""
     return fast_exp(arg, exp2=bool(TUNING["softmax_exp2"]))
+
+
+def _recip(row_sum: str) -> str:
+    """1 / a row's sum of exps (>= 1: it holds exp(0) for the row's max; 0 only for a safe softmax's row of -inf,
+    which is zeroed after), as one MUFU rcp per TUNING["softmax_approx_recip"], else the IEEE division."""
+    if TUNING["softmax_approx_recip"]:
+        return f"ct.truediv(1.0, {row_sum}, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)"
+    return f"(1.0 / {row_sum})"
 
 
 class _Softmax:
@@ -86,7 +95,7 @@ class _Softmax:
         if self.log:
             k(f"y = {xs} - {row_max} - ct.log({row_sum})")
         else:
-            k(f"y = {exps or _exp(f'{xs} - {row_max}')} * (1.0 / {row_sum})")
+            k(f"y = {exps or _exp(f'{xs} - {row_max}')} * {_recip(row_sum)}")
             if self.safe:
                 k(f"y = ct.where({row_sum} == 0.0, 0.0, y)")
         outs = {t.graph_value for _, t in self.gen.out_views} - skip

@@ -143,9 +143,15 @@ SOFTMAX_CASES = [
                                                                                    (3, 20000)]),
     C("softmax_epilogue_side", "softmax", "return torch.softmax(x, dim=-1) * x1",
       [(3, 170), (3, 170), (64, 1000), (3, 17000)], inputs=_x(", torch.randn({last}).to(torch.{dt})")),
+    # stacked short rows of masked columns: TMA stores where the rows are whole 16-byte units (200), plain ones
+    # where not (77), many tiles per block of the persistent grid
+    C("softmax_attention_rows", "softmax", "return torch.softmax(x, dim=-1)",
+      [(40, 200), (40, 200), (30000, 200), (20000, 77)]),
 ]
 
 NORM_CASES = [
+    C("layer_norm_short_rows", "norm", "return self.n(x)", [(24, 768), (24, 768), (20000, 768), (30000, 384)],
+      init="self.n = nn.LayerNorm({last}).to(torch.{dt})"),
     C("layer_norm", "norm", "return self.n(x)", [(4, 17, 100), (4, 17, 100), (64, 1024), (3, 20000)],
       init="self.n = nn.LayerNorm({last}).to(torch.{dt})"),
     C("layer_norm_2d_shape", "norm", "return self.n(x)", [(3, 5, 9, 14), (3, 5, 9, 14), (8, 4, 32, 64),

@@ -293,3 +293,30 @@ def test_plain_chunk_loads(family):
     shared-memory staging); each compiles for sm_90 and matches the reference in the emulator."""
     plain = _emulate_where(family, long_cases(family), "allow_tma=False).astype(", long=True, chunk_load_tma=False)
     assert plain, f"no long {family} variant took plain chunk loads"
+
+
+@pytest.mark.parametrize("body,inputs,occupancy,tma", [
+    ("return torch.softmax(x, -1)", "[torch.randn(512, 200).half()]", 3, True),  # 400-byte rows: TMA stores
+    ("return torch.softmax(x, -1)", "[torch.randn(512, 197).half()]", 6, False),  # 394-byte rows: plain stores
+    ("return torch.softmax(x, -1)", "[torch.randn(512, 256).half()]", 6, False),  # no masked columns
+    ("return F.layer_norm(x, (768,))", "[torch.randn(96, 768).bfloat16()]", 4, True),
+    ("return torch.softmax(x, -1)", "[torch.randn(2048, 50).half()]", 6, False),  # 32 rows per tile, not 64
+])
+def test_stacked_rows_of_masked_columns(body, inputs, occupancy, tma, monkeypatch):
+    """Stacked short rows whose tile is wider than the row store through TMA (no allow_tma) at their own
+    occupancy when every output row is a whole number of 16-byte units (TUNING["stacked_masked_tma_occupancy"],
+    ["norm_masked_tma_occupancy"]), else plainly at "occupancy_stacked"; no tile stacks more than
+    TUNING["stack_max_rows"] rows. One SM, so each shape takes the persistent loop; compiled and emulated."""
+    from tilestudio.core.kernels import generate_kernel, rowwise
+
+    from .helpers import decompose_source
+
+    monkeypatch.setattr(rowwise, "NUM_SM", 1)
+    (spec,) = decompose_source(f"class Model(nn.Module):\n    def forward(self, x):\n        {body}\n", inputs).kernels
+    code = generate_kernel(spec).code
+    assert f"@ct.kernel(occupancy={occupancy})" in code
+    stores = [line for line in code.splitlines() if "ct.store(" in line]
+    assert stores and all(("allow_tma" not in line) == tma for line in stores), stores
+    assert "tile (32, " in code or "tile (8, 1024)" in code or "tile (16, " in code, code
+    result = check_emulated(spec, compile_spec(spec, ("sm_90",)))
+    assert result.ok, result.message
