@@ -142,7 +142,8 @@ VARIANTS = {
     "mtma4": {"stacked_masked_tma_occupancy": 4, "norm_masked_tma_occupancy": 4},
     "mtma5": {"stacked_masked_tma_occupancy": 5, "norm_masked_tma_occupancy": 5},
     "mtma6": {"stacked_masked_tma_occupancy": 6, "norm_masked_tma_occupancy": 6},
-    "recip": {"softmax_approx_recip": True},
+    "recip": {"softmax_approx_recip": True},  # the default since session 18
+    "ieeerecip": {"softmax_approx_recip": False},
     # fewer short rows per tile, more blocks per SM (rows off 16 bytes: element loads and stores either way)
     "rows16_occ8": {"stack_max_rows": 16, "occupancy_stacked": 8},
     "rows8_occ12": {"stack_max_rows": 8, "occupancy_stacked": 12},
@@ -302,7 +303,7 @@ def variants_for(label: str, family: str) -> list[str]:
              "ssplit28k_ww8", "ssplit2k_5x5", "ssplit8k_7", "noflat", "flat16k", "flattma16k",
              "flat8k_occ4", "flattma8k_occ4", "flattma8k_occ3", "flattma8k_2k_occ4", "flattma12k_occ3"] if "50257" in label else [])
     if family in ("softmax", "norm"):
-        names += ["plainmasked", "mtma3", "mtma4", "mtma5", "mtma6", "rows64", "rows16", "recip"]
+        names += ["plainmasked", "mtma3", "mtma4", "mtma5", "mtma6", "rows64", "rows16", "ieeerecip"]
     if "attention" in label:
         names += ["occ4stacked", "occ3stacked", "occ2stacked", "tile2k", "tile4k_occ8", "tile2k_occ8", "tmastore", "tmastore_tile4k_occ8", "tmastore_occ3",
                   "rows16_occ8", "rows8_occ12", "rows8_occ16", "rows4_occ16"]

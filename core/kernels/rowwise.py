@@ -118,8 +118,11 @@ TUNING = {
     # 8192x4096 fp16 0.074 -> 0.068, softmax 16384x1000 bf16 0.056 -> 0.060 (noise level)
     "softmax_exp2": True,
     # 1 / row sum of the one-tile and two-pass softmax as an approximate reciprocal (MUFU rcp, <= 1 ulp) instead
-    # of the IEEE division (sm_90: FCHK and a slow-path call per row held by a thread)
-    "softmax_approx_recip": False,
+    # of the IEEE division (sm_90: an FCHK and a slow-path call per row held by a thread; ViT 151296x197 fp16
+    # 1760 -> 1472 instructions). H200, session 18, same run: softmax 151296x197 fp16 0.088 -> 0.083 ms, 98560x77
+    # 0.046 -> 0.044, 65536x130 fp32 0.039 -> 0.037, 49152x384 bf16 0.028 -> 0.027; 8192^2 fp32 and the two-pass
+    # 4096x32768 level (0.145, 0.270)
+    "softmax_approx_recip": True,
     # single-tile softmax rows loaded and stored as int64 words (softmax_words.py): 8-byte masked stores where a
     # row that is not a power of two long (1000 classes) stores 2 bytes per instruction. H200, session 8: slower
     # (softmax 16384x1000 bf16 0.66 -> 0.48 of copy, 65536x1000 0.74 -> 0.51)
