@@ -324,10 +324,9 @@ class Layout:
             self.long_loops = True
             return self
         stacked = self.BO >= 8 and self.R <= 1024
-        tma_occ = tma_occupancy
-        if tma_occ and stacked and self.kind == "row" and self.nch == 1 and self.R % self.BR:
+        if tma_occupancy and stacked and self.kind == "row" and self.nch == 1 and self.R % self.BR:
             self.store_compiler = True
-            occ = max(1, int(tma_occ))
+            occ = max(1, int(tma_occupancy))
         else:
             occ = max(1, int(TUNING["occupancy_stacked" if stacked else "occupancy"]))
         cap = NUM_SM * occ
