@@ -234,6 +234,9 @@ class _Builder:
         if "R6" in group.rules:
             notes.append("Eval-mode batch norm follows the conv/linear: fold it into the weights and bias once, "
                          "at construction (scale = gamma / sqrt(var + eps)).")
+        if "R7" in group.rules:
+            notes.append("The row statistic is broadcast back over the rows it reduces: keep each row in registers, "
+                         "read it once and write the elementwise result once.")
         if "R2" in group.rules and len(outputs) > 1:
             extra = [o.name for o in outputs[:-1]]
             notes.append(f"Also writes {', '.join(extra)}: the pre-norm value is used again later (residual stream).")

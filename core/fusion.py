@@ -20,6 +20,12 @@ R5 parallel   Kernels with no path between them are independent; kernels are lev
               and each level is a parallel group.
 R6 BN folding An eval-mode batch norm directly after a convolution or linear, on its single-use result, joins it
               as a per-channel scale and shift (folded into the weights by the kernel library).
+R7 row statistic broadcast back
+              An elementwise op that broadcasts the single-use keepdim result of a reduction (sum, mean, amax, amin,
+              var, std, logsumexp, vector norm over trailing dims of at most ROW_STAT_MAX elements, plus its R1
+              epilogue) back over the rows it reduced joins that kernel, whose epilogue then has the input's shape:
+              a hand-written RMS norm, x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w, is one kernel that
+              keeps each row in registers instead of a reduction and an elementwise kernel that reads x twice.
 Anchors never merge with each other (apart from R6), so each kernel has at most one parallelisation strategy.
 """
 
@@ -33,6 +39,10 @@ from .opgraph import OpGraph, OpNode, node_refs
 EPILOGUE_ANCHORS = {"matmul", "convolution", "normalization", "reduction", "pooling", "softmax", "scan",
                     "attention", "gather", "loss"}
 PROLOGUE_ANCHORS = {"normalization", "softmax", "reduction", "loss"}
+# R7: reductions whose keepdim result may be broadcast back over their rows, and the longest row (elements) that
+# the kernel library keeps in one tile (core/kernels/reduction_rows.py)
+ROW_STAT_OPS = {"sum", "mean", "amax", "amin", "var", "std", "logsumexp", "linalg_vector_norm"}
+ROW_STAT_MAX = 8192
 
 
 @dataclass
@@ -195,6 +205,7 @@ class _Fuser:
                 self._fuse_prologue(node, gid)
             if base_op(node.op) == "batch_norm" and not node.attrs.get("training", False):
                 self._fold_batch_norm(node)
+        self._absorb_shared_prologues()
         groups = sorted(self.groups.values(), key=lambda g: self.order[g.nodes[0]])
         return FusionPlan(groups=groups, group_of=dict(self.group_of), glue=glue,
                           alias={k: self.resolve(k) for k in self.alias}, info=self.info,
@@ -236,6 +247,8 @@ class _Fuser:
                 self.merge(pg, gid, "R1")
                 gid = pg
                 break
+        else:
+            gid = self._fuse_broadcast_back(node, gid)
         # R3: pull in single-use purely elementwise producers of side inputs.
         for ref in self._tensor_inputs(node):
             prod = self.producer(ref)
@@ -246,6 +259,70 @@ class _Fuser:
                 continue
             if self.can_merge(pg, gid):
                 self.merge(gid, pg, "R3")
+
+    def _fuse_broadcast_back(self, node: OpNode, gid: int) -> int:
+        """R7: join the kernel of a row statistic that `node` broadcasts back over the rows it reduced."""
+        out = node.meta
+        if out is None:
+            return gid
+        for ref in self._tensor_inputs(node):
+            prod = self.producer(ref)
+            if prod is None or self.use_count(ref) != 1 or prod not in self.group_of:
+                continue
+            pg = self.group_of[prod]
+            anchor = self.groups[pg].anchor
+            if pg == gid or anchor is None or not self._row_stat(anchor, out.shape):
+                continue
+            if list(self._meta(ref).shape) != list(self.nodes[anchor].meta.shape):
+                continue
+            if self.can_merge(pg, gid):
+                self.merge(pg, gid, "R7")
+                return pg
+        return gid
+
+    def _absorb_shared_prologues(self) -> None:
+        """R2 for R7 kernels: a purely elementwise kernel whose every use lies in one row-statistic kernel (the
+        float32 cast of a hand-written RMS norm, read by the reduction's prologue and by the broadcast-back
+        epilogue) joins it, since that kernel holds the whole row."""
+        changed = True
+        while changed:
+            changed = False
+            for pid, group in sorted(self.groups.items()):
+                if group.anchor is not None:
+                    continue
+                consumers: set[int | None] = set()
+                for name in group.nodes:
+                    if name in self._resolved_outputs():
+                        consumers.add(None)
+                    consumers |= {self.group_of.get(u) for u in self.uses.get(name, [])} - {pid}
+                if len(consumers) != 1 or None in consumers:
+                    continue
+                gid = consumers.pop()
+                if "R7" in self.groups[gid].rules and self.can_merge(pid, gid):
+                    self.merge(gid, pid, "R2")
+                    changed = True
+                    break
+
+    def _row_stat(self, anchor: str, shape) -> bool:
+        """Whether `anchor` reduces trailing dims of a float tensor of `shape` with keepdim, to one result, over
+        rows of at most ROW_STAT_MAX elements."""
+        node = self.nodes[anchor]
+        if base_op(node.op) not in ROW_STAT_OPS or node.meta is None or not node.attrs.get("keepdim", False):
+            return False
+        refs = self._tensor_inputs(node)
+        src = self._meta(refs[0]) if refs else None
+        if src is None or list(src.shape) != list(shape) or str(src.dtype) not in _FLOATS:
+            return False
+        rank, red = len(shape), list(node.meta.shape)
+        dims = node.attrs.get("dim")
+        dims = list(range(rank)) if dims in (None, []) else [d % rank for d in (dims if isinstance(dims, list)
+                                                                                 else [dims])]
+        row = 1
+        for d in dims:
+            row *= shape[d]
+        trailing = sorted(dims) == list(range(rank - len(dims), rank))
+        return (trailing and len(red) == rank and all(red[d] == 1 for d in dims) and 1 < row <= ROW_STAT_MAX
+                and len(dims) < rank)
 
     def _fuse_prologue(self, node: OpNode, gid: int) -> None:
         inputs = self._tensor_inputs(node)
@@ -278,6 +355,9 @@ class _Fuser:
         if self.info[prod].category == "convolution" or base_op(self.nodes[prod].op) == "linear":
             if self.can_merge(pg, gid):
                 self.merge(pg, gid, "R6")
+
+
+_FLOATS = {"float32", "float16", "bfloat16", "torch.float32", "torch.float16", "torch.bfloat16"}
 
 
 def _refs(arg) -> list[str]:

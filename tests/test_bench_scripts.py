@@ -68,3 +68,25 @@ for case in variants_memory.SCOPE_CASES:
 print("ok")
 """
     assert _run("-c", code).strip().endswith("ok")
+
+
+def test_row_stats_cases_fuse_with_r7_and_split_without():
+    """bench/row_stats.py compares each hand-written row statistic fused by R7 with the same model decomposed
+    without it (fusion.ROW_STAT_MAX = 0): fewer kernels with R7, every one generated, and the switch restored
+    (in a child process, as above)."""
+    code = """
+import sys
+sys.path.insert(0, "bench")
+import row_stats
+from tilestudio.core import fusion
+from tilestudio.core.kernels import generate_kernel
+for label, body, inputs in row_stats.CASES:
+    fused, plain = row_stats.decompose(body, inputs, True), row_stats.decompose(body, inputs, False)
+    assert len(fused.kernels) < len(plain.kernels), label
+    assert any("R7" in k.fusion_rules for k in fused.kernels), label
+    assert not any("R7" in k.fusion_rules for k in plain.kernels), label
+    assert not any(generate_kernel(k).skeleton for k in fused.kernels + plain.kernels), label
+assert fusion.ROW_STAT_MAX == 8192
+print("ok")
+"""
+    assert _run("-c", code).strip().endswith("ok")

@@ -62,12 +62,59 @@ def test_r1_does_not_fuse_a_value_used_twice(decompose):
 
 
 def test_r1_does_not_grow_the_anchor_output_by_broadcasting(decompose):
+    # (a reduction over the leading dim: not a row statistic, so R7 leaves it too)
     dec = decompose("""
     class Model(nn.Module):
         def forward(self, x, y):
-            return x.sum(dim=1, keepdim=True) + y
+            return x.sum(dim=0, keepdim=True) + y
     """, inputs="[torch.randn(4, 16), torch.randn(4, 16)]")
     assert groups(dec) == [["sum"], ["add"]]
+
+
+def test_r7_row_statistics_broadcast_back_join_their_reduction(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(64))
+        def forward(self, x, y):
+            rms = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
+            return rms, x.sum(dim=1, keepdim=True) + y
+    """, inputs="[torch.randn(4, 64), torch.randn(4, 64)]")
+    assert groups(dec) == [["pow", "mean", "add", "rsqrt", "mul", "mul"], ["sum", "add"]]
+    assert all("R7" in k.fusion_rules for k in dec.kernels)
+
+
+def test_r7_takes_in_a_cast_whose_every_use_is_in_the_row_kernel(decompose):
+    # a Hugging Face style RMS norm: the float32 cast is read by the statistic and by the broadcast-back product
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(64, dtype=torch.bfloat16))
+        def forward(self, x):
+            h = x.to(torch.float32)
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+            return self.w * h.to(x.dtype), x.to(torch.float32).relu()
+    """, inputs="[torch.randn(4, 64, dtype=torch.bfloat16)]")
+    assert len(dec.kernels) == 2 and dec.kernels[0].operations[:3] == ["to", "pow", "mean"]
+    assert {"R2", "R7"} <= set(dec.kernels[0].fusion_rules)
+
+
+@pytest.mark.parametrize("forward,inputs", [
+    ("s = x.sum(-1, keepdim=True)\n            return x * s, s", "[torch.randn(4, 64)]"),  # statistic used twice
+    ("return x / x.sum(-1, keepdim=True)", "[torch.randn(4, 10000)]"),  # rows over ROW_STAT_MAX
+    ("return x / x.sum(1, keepdim=True)", "[torch.randn(4, 64, 3)]"),  # a middle dim: not a row
+    ("return x - x.argmax(-1, keepdim=True)", "[torch.randn(4, 64)]"),  # indices, not a statistic
+])
+def test_r7_leaves_what_is_not_a_single_use_row_statistic(decompose, forward, inputs):
+    dec = decompose(f"""
+    class Model(nn.Module):
+        def forward(self, x):
+            {forward}
+    """, inputs=inputs)
+    assert all("R7" not in k.fusion_rules for k in dec.kernels)
+    assert len(dec.kernels) == 2
 
 
 def test_r2_residual_add_fuses_into_layernorm(decompose):

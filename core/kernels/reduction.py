@@ -23,6 +23,8 @@ from .rowwise import (FLOAT_DTYPES, NUM_SM, TUNING, Code, Kernel, Parts, TileCtx
 
 BIG_INDEX = 2147483647
 
+from .reduction_rows import broadcasts_back, generate_rows  # noqa: E402  (after the shared names it imports)
+
 
 # ---- reduction algebras ---------------------------------------------------------------------------------------
 
@@ -402,6 +404,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     if red.acc != "ct.float32" and (parts.prologue or parts.epilogue):
         raise Unsupported(f"integer {anchor.op} with fused elementwise ops")
     out_shape = list(anchor.output)
+    if broadcasts_back(parts, shape, out_shape):  # fusion rule R7: the statistic broadcast back over its rows
+        return generate_rows(spec, parts, red, shape, dims)
     plan = OutputPlan(parts, red, out_shape)
 
     layout = make_layout(shape, dims)

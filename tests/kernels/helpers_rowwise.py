@@ -113,6 +113,20 @@ REDUCTION_CASES = [
       ROW_SHAPES),
     C("rmsnorm_hand", "reduction", "return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)",
       [(4, 9, 96), (4, 9, 96), (64, 4096), (2, 33000)]),
+    # fusion rule R7: row statistics broadcast back over their rows, one kernel per statistic (rows of more than
+    # fusion.ROW_STAT_MAX elements, the last shape, stay a reduction and an elementwise kernel)
+    C("rmsnorm_hand_full", "reduction", "return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w",
+      [(4, 9, 96), (4, 9, 96), (4096, 4096), (3, 20000)], init="self.w = nn.Parameter(torch.randn({last}))"),
+    C("layernorm_hand", "reduction",
+      "m = x.mean(-1, keepdim=True)\nd = x - m\nv = (d * d).mean(-1, keepdim=True)\n"
+      "return d / torch.sqrt(v + 1e-5) * self.w + self.b", [(5, 77), (5, 77), (2048, 768), (3, 10000)],
+      init="self.w = nn.Parameter(torch.randn({last}))\n        self.b = nn.Parameter(torch.randn({last}))"),
+    C("softmax_hand", "reduction", "e = torch.exp(x - x.amax(-1, keepdim=True))\nreturn e / e.sum(-1, keepdim=True)",
+      [(6, 50), (6, 50), (1000, 197), (3, 9000)]),
+    C("log_softmax_hand", "reduction", "return x - torch.logsumexp(x, -1, keepdim=True)",
+      [(4, 3, 40), (4, 3, 40), (512, 1000), (3, 9000)]),
+    C("standardize_hand", "reduction", "return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True)",
+      [(6, 33), (6, 33), (700, 300), (2, 9000)]),
     C("sum_epilogue_side", "reduction", "return (x.sum(dim=1) + x1) * 0.5",
       [(6, 77), (6, 77), (64, 1000), (5, 30000)], inputs=_x(", torch.randn({s0}).to(torch.{dt})")),
     C("sum_keepdim_col_side", "reduction", "return x.sum(dim=1, keepdim=True) - x1",
