@@ -283,7 +283,8 @@ class _Fuser:
     def _absorb_shared_prologues(self) -> None:
         """R2 for R7 kernels: a purely elementwise kernel whose every use lies in one row-statistic kernel (the
         float32 cast of a hand-written RMS norm, read by the reduction's prologue and by the broadcast-back
-        epilogue) joins it, since that kernel holds the whole row."""
+        epilogue) joins it, since that kernel holds the whole row (and writes the value too if the forward
+        returns it)."""
         changed = True
         while changed:
             changed = False
@@ -292,8 +293,6 @@ class _Fuser:
                     continue
                 consumers: set[int | None] = set()
                 for name in group.nodes:
-                    if name in self._resolved_outputs():
-                        consumers.add(None)
                     consumers |= {self.group_of.get(u) for u in self.uses.get(name, [])} - {pid}
                 if len(consumers) != 1 or None in consumers:
                     continue

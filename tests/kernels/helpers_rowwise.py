@@ -125,6 +125,8 @@ REDUCTION_CASES = [
       [(6, 50), (6, 50), (1000, 197), (3, 9000)]),
     C("log_softmax_hand", "reduction", "return x - torch.logsumexp(x, -1, keepdim=True)",
       [(4, 3, 40), (4, 3, 40), (512, 1000), (3, 9000)]),
+    C("center_two_dims_hand", "reduction", "p = x * 2.0\nreturn p - p.mean((-2, -1), keepdim=True), p",
+      [(3, 4, 5, 7), (3, 4, 5, 7), (64, 8, 16, 24), (2, 3, 100, 100)]),
     C("standardize_hand", "reduction", "return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True)",
       [(6, 33), (6, 33), (700, 300), (2, 9000)]),
     C("sum_epilogue_side", "reduction", "return (x.sum(dim=1) + x1) * 0.5",
