@@ -102,6 +102,17 @@ CASES = [
      "[torch.randn(8, 16, 2048, 128, dtype=torch.bfloat16), torch.randn(8, 16, 2048, 128, dtype=torch.bfloat16), "
      "torch.randn(8, 16, 2048, 128, dtype=torch.bfloat16)]", "flop",
      lambda s: 4 * s[0][0] * s[0][1] * s[0][2] * s[1][2] * s[0][3]),
+    # attention written by hand (fusion rule R8: one flash kernel; eager runs the matmul, softmax, matmul sequence)
+    ("attention", "attention by hand ViT-B/16 64x12x197x197x64 fp16",
+     "def forward(self, q, k, v):\n        return torch.softmax(q @ k.transpose(-2, -1) * 0.125, -1) @ v",
+     "[torch.randn(64, 12, 197, 64).half(), torch.randn(64, 12, 197, 64).half(), torch.randn(64, 12, 197, 64).half()]",
+     "flop", lambda s: 4 * s[0][0] * s[0][1] * s[0][2] * s[1][3] * s[0][3]),
+    ("attention", "attention by hand causal GPT-2 8x12x1024x1024x64 bf16",
+     "def forward(self, q, k, v, m):\n        att = (q @ k.transpose(-2, -1)) * 0.125\n"
+     "        att = att.masked_fill(m == 0, float('-inf'))\n        return torch.softmax(att, -1) @ v",
+     "[torch.randn(8, 12, 1024, 64, dtype=torch.bfloat16), torch.randn(8, 12, 1024, 64, dtype=torch.bfloat16), "
+     "torch.randn(8, 12, 1024, 64, dtype=torch.bfloat16), torch.tril(torch.ones(1, 1, 1024, 1024))]",
+     "flop", lambda s: 4 * s[0][0] * s[0][1] * s[0][2] * s[1][3] * s[0][3]),
     ("attention", "sdpa causal 8x16x2048x2048x64 fp16", "def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
      "[torch.randn(8, 16, 2048, 64).half(), torch.randn(8, 16, 2048, 64).half(), torch.randn(8, 16, 2048, 64).half()]",
      "flop", lambda s: 2 * s[0][0] * s[0][1] * s[0][2] * s[1][2] * s[0][3]),

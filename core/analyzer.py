@@ -133,7 +133,7 @@ class _Builder:
         anchor = self.nodes[group.anchor] if group.anchor else None
         info: OpInfo = self.plan.info[group.anchor or group.nodes[0]]
         unsupported = any(self.plan.info[n].category == "unsupported" for n in group.nodes)
-        family = "unsupported" if unsupported else info.family
+        family = "unsupported" if unsupported else ("attention" if "R8" in group.rules else info.family)
         records = [self.op_record(self.nodes[n]) for n in group.nodes if self.nodes[n].target != "getitem"]
         operations = [r.op for r in records]
         lines = sorted({r.source_line for r in records if r.source_line})

@@ -26,7 +26,12 @@ R7 row statistic broadcast back
               epilogue) back over the rows it reduced joins that kernel, whose epilogue then has the input's shape:
               a hand-written RMS norm, x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w, is one kernel that
               keeps each row in registers instead of a reduction and an elementwise kernel that reads x twice.
-Anchors never merge with each other (apart from R6), so each kernel has at most one parallelisation strategy.
+R8 attention  A matmul of the single-use result of a last-dim softmax (alone in its kernel, dropout in eval being
+              transparent) whose input is the single-use result of a matmul kernel (scores = q @ k^T and its
+              elementwise epilogue: scale, masked_fill, additive mask) joins both: attention written by hand is one
+              flash-attention kernel (the library's family "attention"), never materializing the scores.
+Anchors never merge with each other (apart from R6 and R8), so each kernel has at most one parallelisation
+strategy.
 """
 
 from __future__ import annotations
@@ -203,6 +208,8 @@ class _Fuser:
                 self._fuse_elementwise(node, gid)
             elif info.category in PROLOGUE_ANCHORS:
                 self._fuse_prologue(node, gid)
+            elif info.category == "matmul":
+                self._fuse_attention(node, gid)
             if base_op(node.op) == "batch_norm" and not node.attrs.get("training", False):
                 self._fold_batch_norm(node)
         self._absorb_shared_prologues()
@@ -279,6 +286,50 @@ class _Fuser:
                 self.merge(pg, gid, "R7")
                 return pg
         return gid
+
+    def _fuse_attention(self, node: OpNode, gid: int) -> None:
+        """R8: `node` (probabilities @ v) joins the softmax and the scores' matmul kernel before it."""
+        refs = self._tensor_inputs(node)
+        if base_op(node.op) not in ("matmul", "bmm") or len(refs) != 2 or node.meta is None:
+            return
+        sm = self.producer(refs[0])
+        if sm is None or self.use_count(refs[0]) != 1 or sm not in self.group_of:
+            return
+        sg = self.group_of[sm]
+        snode = self.nodes[sm]
+        if self.groups[sg].nodes != [sm] or base_op(snode.op) not in ("softmax", "_softmax") or snode.meta is None:
+            return
+        rank = len(snode.meta.shape)
+        dim = snode.attrs.get("dim", -1)
+        if rank not in (3, 4) or not isinstance(dim, int) or dim % rank != rank - 1:
+            return
+        srefs = self._tensor_inputs(snode)
+        mm = self.producer(srefs[0]) if srefs else None
+        if mm is None or self.use_count(srefs[0]) != 1 or mm not in self.group_of:
+            return
+        mg = self.group_of[mm]
+        anchor = self.groups[mg].anchor
+        if anchor is None or base_op(self.nodes[anchor].op) not in ("matmul", "bmm"):
+            return
+        if {"R6", "R8"} & set(self.groups[mg].rules) or len(self._tensor_inputs(self.nodes[anchor])) != 2:
+            return
+        qk = self.nodes[anchor].meta
+        if qk is None or list(qk.shape) != list(snode.meta.shape) or len(node.meta.shape) != rank:
+            return
+        if self.can_merge(mg, sg):
+            self.merge(mg, sg, "R8")
+            if self.can_merge(mg, gid):
+                self.merge(mg, gid, "R8")
+            else:  # keep the plan as it was: the softmax goes back to its own kernel
+                self._split_off(mg, sm)
+
+    def _split_off(self, gid: int, name: str) -> None:
+        group = self.groups[gid]
+        group.nodes.remove(name)
+        group.rules.remove("R8")
+        new = self._new_gid()
+        self.groups[new] = Group(new, [name], anchor=name)
+        self.group_of[name] = new
 
     def _absorb_shared_prologues(self) -> None:
         """R2 for R7 kernels: a purely elementwise kernel whose every use lies in one row-statistic kernel (the

@@ -268,3 +268,33 @@ def test_unused_results_are_eliminated_not_kernels(decompose):
     dead = [e for e in dec.completeness if e.eliminated]
     assert [e.op for e in dead] == ["sum"]
     assert "(result unused: eliminated)" in __import__("tilestudio.core.render_text", fromlist=["x"]).render_text(dec)
+
+
+def test_r8_attention_written_by_hand_is_one_kernel(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, q, k, v, m):
+            att = (q @ k.transpose(-2, -1)) * 0.125
+            att = att.masked_fill(m == 0, float('-inf'))
+            att = F.dropout(torch.softmax(att, dim=-1), 0.1, training=False)
+            return att @ v
+    """, inputs="[torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), "
+                "torch.tril(torch.ones(8, 8))]")
+    assert groups(dec) == [["matmul", "mul", "eq", "masked_fill", "softmax", "matmul"]]
+    assert "R8" in dec.kernels[0].fusion_rules and dec.kernels[0].family == "attention"
+
+
+@pytest.mark.parametrize("forward", [
+    "p = torch.softmax(q @ k.transpose(-2, -1), -1)\n            return p @ v, p",  # probabilities returned
+    "s = q @ k.transpose(-2, -1)\n            return torch.softmax(s, -1) @ v, s",  # scores returned
+    "return torch.softmax(q @ k.transpose(-2, -1), 1) @ v",  # softmax over the queries
+    "return torch.log_softmax(q @ k.transpose(-2, -1), -1) @ v",
+])
+def test_r8_leaves_what_is_not_attention(decompose, forward):
+    dec = decompose(f"""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            {forward}
+    """, inputs="[torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16)]")
+    assert all("R8" not in k.fusion_rules for k in dec.kernels)
+    assert len(dec.kernels) == 3

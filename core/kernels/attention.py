@@ -62,8 +62,33 @@ def worker_warps(bm: int, bn: int, dtype: str) -> int | None:
     return int(warps) if warps and dtype != "float32" and bm * bn >= TILES["attn_worker_warps_min_elems"] else None
 
 
+def launcher(spec: KernelSpec, views: dict[str, str], device: str, o4: dict[str, str], grid: tuple[int, int],
+             consts: tuple[int, ...]) -> str:
+    """launch_<id>: the inputs as their (B, H, L, E) views, the outputs allocated and viewed as `o4`, one launch of
+    `grid` (query tiles, batch x heads) with the tile constants."""
+    kid = spec.id
+    w = [f"def launch_{kid}({', '.join(t.name for t in spec.inputs)}):"]
+    for t in spec.inputs:
+        if t.role == "scalar":
+            w.append(f"{I}{scalar_param(t)} = {t.name}")
+        else:
+            w.append(f"{I}{array_param(t)} = {views.get(t.name, t.name if t.shape else t.name + '.reshape(1)')}")
+    for o in spec.outputs:
+        w.append(f"{I}{o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={device}.device)")
+        w.append(f"{I}{out_param(o)} = {o4[o.name]}")
+    args = input_args(spec) + [out_param(o) for o in spec.outputs] + [str(c) for c in consts]
+    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({grid[0]}, {grid[1]}, 1), {kid}_kernel, "
+             f"({', '.join(args)}))")
+    w.append(f"{I}return {', '.join(o.name for o in spec.outputs)}")
+    return "\n".join(w)
+
+
 @guarded
 def generate(spec: KernelSpec) -> KernelSource:
+    if not any(r.category == "attention" for r in spec.ops):  # attention by hand (fusion rule R8)
+        from .attention_manual import generate_manual
+
+        return generate_manual(spec)
     prologue, rec, epilogue = split_anchor(spec, "attention")
     if prologue:
         raise Unsupported("attention with a fused prologue")
@@ -233,20 +258,8 @@ def generate(spec: KernelSpec) -> KernelSource:
                      f"tile=ct.reshape(ct.broadcast_to({var}, (BM, DVP)), (1, 1, BM, DVP))"
                      f".astype({out_param(o)}.dtype))")
     kernel = "\n".join(lines)
-
-    w = [f"def launch_{kid}({', '.join(t.name for t in spec.inputs)}):"]
-    for t in spec.inputs:
-        if t.role == "scalar":
-            w.append(f"{I}{scalar_param(t)} = {t.name}")
-        else:
-            w.append(f"{I}{array_param(t)} = {views.get(t.name, t.name if t.shape else t.name + '.reshape(1)')}")
-    for o in spec.outputs:
-        w.append(f"{I}{o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={q.name}.device)")
-        w.append(f"{I}{out_param(o)} = {o4[o.name]}")
-    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({nmb}, {B * H}, 1), {kid}_kernel, "
-             f"({', '.join(input_args(spec) + outs + [str(BM), str(BN), str(DP), str(DVP)])}))")
-    w.append(f"{I}return {', '.join(o.name for o in spec.outputs)}")
-    return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
+    w = launcher(spec, views, q.name, o4, (nmb, B * H), (BM, BN, DP, DVP))
+    return module(spec, [kernel], w, [f"{kid}_kernel"],
                   [f"flash attention: {BM} queries x {BN} keys per step, head dims padded to {DP}/{DVP}"
                    + (f", {warps} worker warps at occupancy 1" if warps else "")
                    + (", causal tile skipping" if causal else "")])

@@ -28,7 +28,7 @@ def test_loading_an_architecture_never_stalls_the_gui_thread():
     if os.environ.get("TILESTUDIO_STALL_LOG"):
         with open(os.environ["TILESTUDIO_STALL_LOG"], "a", encoding="utf-8") as f:
             f.write(f"{result['max_gap_ms']:.1f} {result['max_stall_ms']:.1f}\n")
-    assert result["loaded"] and result["kernels"] > 10, result
+    assert result["loaded"] and result["kernels"] > 8, result  # 9 since R8 made the attention one kernel
     assert not result["helper_error"], result  # generation and composition ran in the helper process
     assert not result["torch_in_gui_process"], "the GUI process imported torch (seconds holding the GIL)"
     assert result["max_stall_ms"] < MAX_STALL_MS, result["report"]

@@ -44,8 +44,19 @@ CASES = {
     "d128_bf16_8warps": (forward(f"{SDPA}(q, k, v)", "q, k, v"),
                          f"[{qkv(1, 2, 200, 260, 128, dtype='.to(torch.bfloat16)')}]"),
     "epilogue_residual": (forward(f"{SDPA}(q, k, v) * 0.5 + q", "q, k, v"), f"[{qkv(2, 2, 9, 9, 16)}]"),
+    # attention written by hand (fusion rule R8): one flash kernel, the score epilogue applied per tile
+    "manual_scaled": (forward("torch.softmax((q @ k.transpose(-2, -1)) * 0.125, dim=-1) @ v", "q, k, v"),
+                      f"[{qkv(2, 3, 13, 21, 12)}]"),
+    "manual_causal_fill_fp16": (forward("(q @ k.transpose(-2, -1) / 8.0).masked_fill(m == 0, float('-inf'))"
+                                        ".softmax(-1) @ v", "q, k, v, m"),
+                                f"[{qkv(2, 2, 37, 37, 64, dtype='.half()')}, torch.tril(torch.ones(37, 37))]"),
+    "manual_additive_mask_epilogue": (forward("(torch.softmax(q @ k.transpose(-2, -1) * 0.3 + m, -1) @ v) * 2.0 + q",
+                                              "q, k, v, m"),
+                                      f"[{qkv(2, 2, 9, 19, 16)}, torch.randn(2, 1, 1, 19)]"),
+    "manual_bmm_rank3_bf16": (forward("torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)), -1), v)", "q, k, v"),
+                              f"[{qkv(3, 0, 70, 50, 24, ev=40, dtype='.to(torch.bfloat16)')}]"),
 }
-BOTH_ARCHES = {"causal_fp16_rect", "key_padding_mask_fp16"}
+BOTH_ARCHES = {"causal_fp16_rect", "key_padding_mask_fp16", "manual_causal_fill_fp16"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -53,8 +53,16 @@ VARIANTS = {
                                                            (1, 1, 3, 3, 200)]),
     "epilogue_residual": (f"{SDPA}(q, k, v) * 0.5 + q", "q, k, v", _qkv,
                           [(2, 2, 9, 9, 16), (2, 8, 512, 512, 64), (1, 1, 1, 1, 8)]),
+    # attention written by hand (fusion rule R8)
+    "manual_scaled": ("torch.softmax((q @ k.transpose(-2, -1)) * 0.125, dim=-1) @ v", "q, k, v", _qkv, SHAPES),
+    "manual_causal_fill": ("(q @ k.transpose(-2, -1) / 8.0).masked_fill(m == 0, float('-inf')).softmax(-1) @ v",
+                           "q, k, v, m", _with_mask("(torch.rand({L}, {S}) > 0.4).float()"),
+                           [(2, 2, 37, 37, 64), (4, 12, 197, 197, 64), (1, 1, 300, 77, 16)]),
+    "manual_additive_mask_epilogue": ("(torch.softmax(q @ k.transpose(-2, -1) * 0.3 + m, -1) @ v) * 2.0 + q",
+                                      "q, k, v, m", _with_mask("torch.randn({B}, 1, 1, {S}){dt}"),
+                                      [(2, 2, 9, 19, 16), (8, 12, 197, 197, 64), (1, 1, 1, 3, 8)]),
 }
-CORE = {"plain", "causal", "key_padding_mask"}
+CORE = {"plain", "causal", "key_padding_mask", "manual_causal_fill"}
 CASES = gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE)
 IDS = case_ids(CASES)
 

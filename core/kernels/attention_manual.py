@@ -1,0 +1,139 @@
+"""Attention written by hand (fusion rule R8): scores = q @ k^T, an elementwise score epilogue (scale, masked_fill
+with a mask buffer, an additive mask), softmax over the keys, probabilities @ v, and an elementwise epilogue; one
+flash-attention kernel that never writes the scores.
+
+One block computes a (BM, Ev) output tile for one (batch, head), looping over key tiles of BN positions: S = Q K^T
+on tensor cores (float32 accumulation), the score epilogue on the (BM, BN) tile with its side inputs gathered at
+the tile's (batch, head, query, key) coordinates, keys past the sequence masked, then the online softmax in base 2
+(running max and sum in the scores' own units, so a fill of finfo.min stays finite) and P V on tensor cores. A row
+whose scores are all -inf comes out NaN, as PyTorch's softmax gives. k^T arrives as the matmul's operand (the
+transpose of k is glue); the wrapper transposes the view back, so the kernel reads k row-major as for
+scaled_dot_product_attention."""
+
+from __future__ import annotations
+
+from ..specs import KernelSpec
+from .attention import LOG2E, _as4d, _tiles, launcher, worker_warps
+from .base import KernelSource, Unsupported, pow2_at_least
+from .expr import bind_args
+from .gemm_common import TILES, kernel_decorator
+from .indexing import SideLoader, array_param, elementwise, input_args, input_for, module, out_param, output_vars
+
+I = "    "
+
+
+def _parts(spec: KernelSpec):
+    """(scores matmul, score epilogue ops, softmax, output matmul, output epilogue ops) of an R8 spec."""
+    ops = list(spec.ops)
+    mms = [i for i, r in enumerate(ops) if r.category == "matmul"]
+    sms = [i for i, r in enumerate(ops) if r.category == "softmax"]
+    if len(mms) != 2 or len(sms) != 1 or not mms[0] < sms[0] < mms[1]:
+        raise Unsupported("attention by hand: expected matmul, elementwise ops, softmax, matmul")
+    i, s, j = mms[0], sms[0], mms[1]
+    for r in ops[i + 1:s] + ops[s + 1:j] + ops[j + 1:]:
+        if not r.category.startswith("elementwise"):
+            raise Unsupported(f"attention by hand: {r.target} between its matmuls")
+    if ops[s + 1:j]:
+        raise Unsupported("attention by hand: ops between the softmax and the second matmul")
+    return ops[i], ops[i + 1:s], ops[s], ops[j], ops[j + 1:]
+
+
+def generate_manual(spec: KernelSpec) -> KernelSource:
+    mm1, score_ops, sm, mm2, epilogue = _parts(spec)
+    if sm.op not in ("softmax", "_softmax"):
+        raise Unsupported(f"attention by hand with {sm.op}")
+    a1, a2, asm = bind_args(mm1), bind_args(mm2), bind_args(sm)
+    q = input_for(spec, a1.get("input", a1.get("self")), mm1.target)
+    kt = input_for(spec, a1.get("other", a1.get("mat2")), mm1.target)
+    v = input_for(spec, a2.get("other", a2.get("mat2")), mm2.target)
+    probs = a2.get("input", a2.get("self"))
+    if not (isinstance(probs, dict) and probs.get("ref") == sm.node):
+        raise Unsupported("attention by hand: the second matmul does not read the softmax")
+    rank = len(q.shape)
+    if rank not in (3, 4) or len(kt.shape) != rank or len(v.shape) != rank:
+        raise Unsupported("attention by hand: query, key and value of rank 3 or 4")
+    L, E = q.shape[-2:]
+    Ek, S = kt.shape[-2:]
+    Sv, Ev = v.shape[-2:]
+    if Ek != E or Sv != S or list(kt.shape[:-2]) != list(q.shape[:-2]) or list(v.shape[:-2]) != list(q.shape[:-2]):
+        raise Unsupported(f"attention by hand: query {q.shape}, key^T {kt.shape}, value {v.shape}")
+    if max(E, Ev) > 256:
+        raise Unsupported(f"head dim {max(E, Ev)} > 256")
+    if q.dtype != kt.dtype or q.dtype != v.dtype or q.dtype not in ("float32", "float16", "bfloat16"):
+        raise Unsupported(f"attention on {q.dtype}/{kt.dtype}/{v.dtype}")
+    scores = list(mm1.output)
+    dim = asm.get("dim", -1)
+    if scores != list(q.shape[:-1]) + [S] or not isinstance(dim, int) or dim % rank != rank - 1:
+        raise Unsupported("attention by hand: softmax over other than the keys")
+    out_shape = list(q.shape[:-1]) + [Ev]
+    if list(mm2.output) != out_shape:
+        raise Unsupported(f"attention output {mm2.output}, expected {out_shape}")
+
+    qv, q4 = _as4d(q.name, q.shape)
+    kv, _ = _as4d(f"{kt.name}.transpose(-2, -1)", list(kt.shape[:-2]) + [S, E])
+    vv, _ = _as4d(v.name, v.shape)
+    B, H = q4[0], q4[1]
+    DP, DVP = pow2_at_least(E, 16), pow2_at_least(Ev, 16)
+    BM, BN = _tiles(L, S, DP, DVP, q.dtype)
+    nmb = -(-L // BM)
+    views = {q.name: qv, kt.name: kv, v.name: vv}
+    kid = spec.id
+    qa, ka, va = array_param(q), array_param(kt), array_param(v)
+    outs = [out_param(o) for o in spec.outputs]
+    warps = worker_warps(BM, BN, q.dtype)
+    occupancy = 1 if max(DP, DVP) > 128 or warps else TILES["attn_occupancy"]
+    li = I + I
+    lines = [kernel_decorator(occupancy, worker_warps=warps),
+             f"def {kid}_kernel({', '.join(input_args(spec) + outs)}, BM: ct.Constant[int], "
+             f"BN: ct.Constant[int], DP: ct.Constant[int], DVP: ct.Constant[int]):",
+             f"{I}pid_m = ct.bid(0)", f"{I}bh = ct.bid(1)", f"{I}b = bh // {H}", f"{I}h = bh % {H}",
+             f"{I}q = ct.reshape(ct.load({qa}, index=(b, h, pid_m, 0), shape=(1, 1, BM, DP), "
+             f"padding_mode=ct.PaddingMode.ZERO), (BM, DP))",
+             f"{I}mm = (pid_m * BM + ct.arange(BM, dtype=ct.int32))[:, None]",
+             f"{I}m_i = ct.full((BM, 1), -math.inf, dtype=ct.float32)",
+             f"{I}l_i = ct.zeros((BM, 1), dtype=ct.float32)",
+             f"{I}acc = ct.zeros((BM, DVP), dtype=ct.float32)",
+             f"{I}for j in range({-(-S // BN)}):",
+             f"{li}kt = ct.reshape(ct.load({ka}, index=(b, h, 0, j), shape=(1, 1, DP, BN), order=(0, 1, 3, 2), "
+             f"padding_mode=ct.PaddingMode.ZERO, latency=2), (DP, BN))",
+             f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))",
+             f"{li}nn = j * BN + ct.arange(BN, dtype=ct.int32)[None, :]"]
+    coords = ["b", "h", "mm", "nn"] if rank == 4 else ["b", "mm", "nn"]
+    sides = SideLoader(spec, coords, scores, "(BM, BN)", lines, li, exclude=[q.graph_value, kt.graph_value])
+    env = elementwise(score_ops, {mm1.node: "s"}, sides, lines, li)
+    st = env[sm.inputs[0]] if sm.inputs else None
+    if st is None:
+        raise Unsupported("attention by hand: the softmax input is not computed in the kernel")
+    lines += [f"{li}s = ct.where(nn < {S}, {st}, -math.inf)" if S % BN else f"{li}s = {st}",
+              f"{li}m_new = ct.maximum(m_i, ct.max(s, axis=1, keepdims=True))",
+              # a row can have every key so far at -inf: keep exp2 away from (-inf) - (-inf)
+              f"{li}m_use = ct.where(m_new == -math.inf, 0.0, m_new)",
+              f"{li}p = ct.exp2((s - m_use) * {LOG2E!r}, flush_to_zero=True)",
+              f"{li}alpha = ct.exp2((m_i - m_use) * {LOG2E!r}, flush_to_zero=True)",
+              f"{li}l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)",
+              f"{li}vt = ct.reshape(ct.load({va}, index=(b, h, j, 0), shape=(1, 1, BN, DVP), "
+              f"padding_mode=ct.PaddingMode.ZERO, latency=4), (BN, DVP))",
+              f"{li}acc = ct.mma(p.astype(vt.dtype), vt, acc * alpha)",
+              f"{li}m_i = m_new",
+              # a row of -inf scores: 0 / 0 = NaN, as PyTorch's softmax gives
+              f"{I}res = acc / l_i"]
+    env = {mm2.node: "res"}
+    if epilogue:
+        lines.append(f"{I}ee = ct.arange(DVP, dtype=ct.int32)[None, :]")
+        ocoords = ["b", "h", "mm", "ee"] if rank == 4 else ["b", "mm", "ee"]
+        reshaped = [t.graph_value for t in (q, kt, v) if views[t.name] != t.name]
+        env = elementwise(epilogue, env, SideLoader(spec, ocoords, out_shape, "(BM, DVP)", lines, I,
+                                                    exclude=reshaped), lines, I)
+    o4 = {}
+    for o, var in output_vars(spec, env):
+        if list(o.shape) != out_shape:
+            raise Unsupported(f"output {o.name} {o.shape} differs from the attention output {out_shape}")
+        o4[o.name] = _as4d(o.name, out_shape)[0]
+        lines.append(f"{I}ct.store({out_param(o)}, index=(b, h, pid_m, 0), "
+                     f"tile=ct.reshape(ct.broadcast_to({var}, (BM, DVP)), (1, 1, BM, DVP))"
+                     f".astype({out_param(o)}.dtype))")
+    w = launcher(spec, views, q.name, o4, (nmb, B * H), (BM, BN, DP, DVP))
+    return module(spec, ["\n".join(lines)], w, [f"{kid}_kernel"],
+                  [f"attention by hand as flash attention: {BM} queries x {BN} keys per step, head dims padded to "
+                   f"{DP}/{DVP}, score epilogue {', '.join(r.op for r in score_ops) or 'none'} on each tile"
+                   + (f", {warps} worker warps at occupancy 1" if warps else "")])
