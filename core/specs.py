@@ -69,7 +69,7 @@ class KernelSpec(BaseModel):
     notes: list[str] = Field(default_factory=list)
     source_lines: list[int] = Field(default_factory=list)
     unsupported: bool = False
-    fusion_rules: list[str] = Field(default_factory=list)  # which rules built this group (R1..R7)
+    fusion_rules: list[str] = Field(default_factory=list)  # which rules built this group (R1..R8)
 
     @property
     def reference_name(self) -> str:
