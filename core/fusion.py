@@ -314,7 +314,8 @@ class _Fuser:
         if {"R6", "R8"} & set(self.groups[mg].rules) or len(self._tensor_inputs(self.nodes[anchor])) != 2:
             return
         qk = self.nodes[anchor].meta
-        if qk is None or list(qk.shape) != list(snode.meta.shape) or len(node.meta.shape) != rank:
+        if qk is None or list(qk.shape) != list(snode.meta.shape) or not self._flash_operands(
+                self._tensor_inputs(self.nodes[anchor]) + refs[1:], rank):
             return
         if self.can_merge(mg, sg):
             self.merge(mg, sg, "R8")
@@ -322,6 +323,15 @@ class _Fuser:
                 self.merge(mg, gid, "R8")
             else:  # keep the plan as it was: the softmax goes back to its own kernel
                 self._split_off(mg, sm)
+
+    def _flash_operands(self, refs: list[str], rank: int) -> bool:
+        """q, k^T and v as the flash kernel takes them: one float dtype, the same batch dims, head dims <= 256."""
+        metas = [self._meta(r) for r in refs]
+        if any(m is None or len(m.shape) != rank for m in metas):
+            return False
+        q, kt, v = (list(m.shape) for m in metas)
+        return (len({str(m.dtype) for m in metas}) == 1 and str(metas[0].dtype) in _FLOATS
+                and q[:-2] == kt[:-2] == v[:-2] and q[-1] == kt[-2] and kt[-1] == v[-2] and max(q[-1], v[-1]) <= 256)
 
     def _split_off(self, gid: int, name: str) -> None:
         group = self.groups[gid]

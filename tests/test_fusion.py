@@ -298,3 +298,16 @@ def test_r8_leaves_what_is_not_attention(decompose, forward):
     """, inputs="[torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16)]")
     assert all("R8" not in k.fusion_rules for k in dec.kernels)
     assert len(dec.kernels) == 3
+
+
+@pytest.mark.parametrize("inputs", [
+    "[torch.randn(2, 8, 300), torch.randn(2, 8, 300), torch.randn(2, 8, 300)]",  # head dim over 256
+    "[torch.randn(2, 8, 16), torch.randn(1, 8, 16), torch.randn(1, 8, 16)]",  # batch broadcast
+])
+def test_r8_leaves_operands_the_flash_kernel_does_not_take(decompose, inputs):
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            return torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+    """, inputs=inputs)
+    assert all("R8" not in k.fusion_rules for k in dec.kernels) and len(dec.kernels) == 3
