@@ -170,6 +170,9 @@ class _Builder:
         if anchor is None:
             ops = ", ".join(r.op for r in records)
             return f"{title} kernel fusing {len(records)} op(s) ({ops}) in one pass over the data."
+        if "R8" in group.rules:
+            return (f"{title} kernel: attention written by hand ({', '.join(r.op for r in records)}) as one "
+                    "flash-attention kernel; the scores are never written.")
         module = f" ({anchor.module_path}: {anchor.module_type})" if anchor.module_path else ""
         before = [r.op for r in records if self.order[r.node] < self.order[anchor.name]]
         after = [r.op for r in records if self.order[r.node] > self.order[anchor.name]]
