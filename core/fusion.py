@@ -330,7 +330,7 @@ class _Fuser:
         if any(m is None or len(m.shape) != rank for m in metas):
             return False
         q, kt, v = (list(m.shape) for m in metas)
-        return (len({str(m.dtype) for m in metas}) == 1 and str(metas[0].dtype) in _FLOATS
+        return (len({m.dtype for m in metas}) == 1 and metas[0].dtype in _FLOATS
                 and q[:-2] == kt[:-2] == v[:-2] and q[-1] == kt[-2] and kt[-1] == v[-2] and max(q[-1], v[-1]) <= 256)
 
     def _split_off(self, gid: int, name: str) -> None:
@@ -371,7 +371,7 @@ class _Fuser:
             return False
         refs = self._tensor_inputs(node)
         src = self._meta(refs[0]) if refs else None
-        if src is None or list(src.shape) != list(shape) or str(src.dtype) not in _FLOATS:
+        if src is None or list(src.shape) != list(shape) or src.dtype not in _FLOATS:
             return False
         rank, red = len(shape), list(node.meta.shape)
         dims = node.attrs.get("dim")
@@ -417,7 +417,7 @@ class _Fuser:
                 self.merge(pg, gid, "R6")
 
 
-_FLOATS = {"float32", "float16", "bfloat16", "torch.float32", "torch.float16", "torch.bfloat16"}
+_FLOATS = {"float32", "float16", "bfloat16"}  # TensorMeta.dtype names
 
 
 def _refs(arg) -> list[str]:

@@ -20,10 +20,9 @@ from .rowwise import (FLOAT_DTYPES, NUM_SM, TUNING, Code, Kernel, Parts, TileCtx
                       decode,
                       emit_ops, flit, input_ctx, make_layout, norm_dims, out_dim_map, pow2_at_least, pow2_floor,
                       prod, split_spec, store_line, wrapper_source)
+from .reduction_rows import broadcasts_back, generate_rows
 
 BIG_INDEX = 2147483647
-
-from .reduction_rows import broadcasts_back, generate_rows  # noqa: E402  (after the shared names it imports)
 
 
 # ---- reduction algebras ---------------------------------------------------------------------------------------
