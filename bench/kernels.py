@@ -113,6 +113,13 @@ CASES = [
      "[torch.randn(8, 12, 1024, 64, dtype=torch.bfloat16), torch.randn(8, 12, 1024, 64, dtype=torch.bfloat16), "
      "torch.randn(8, 12, 1024, 64, dtype=torch.bfloat16), torch.tril(torch.ones(1, 1, 1024, 1024))]",
      "flop", lambda s: 4 * s[0][0] * s[0][1] * s[0][2] * s[1][3] * s[0][3]),
+    # Hugging Face's eager attention (BERT-base size): an additive key mask, softmax in float32, cast back
+    ("attention", "attention by hand HF float32 softmax BERT 32x12x512x512x64 fp16",
+     "def forward(self, q, k, v, m):\n        w = torch.matmul(q, k.transpose(2, 3)) * 0.125 + m\n"
+     "        return torch.matmul(F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype), v)",
+     "[torch.randn(32, 12, 512, 64).half(), torch.randn(32, 12, 512, 64).half(), torch.randn(32, 12, 512, 64).half(), "
+     "torch.randn(32, 1, 1, 512).half()]",
+     "flop", lambda s: 4 * s[0][0] * s[0][1] * s[0][2] * s[1][3] * s[0][3]),
     ("attention", "sdpa causal 8x16x2048x2048x64 fp16", "def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
      "[torch.randn(8, 16, 2048, 64).half(), torch.randn(8, 16, 2048, 64).half(), torch.randn(8, 16, 2048, 64).half()]",
      "flop", lambda s: 2 * s[0][0] * s[0][1] * s[0][2] * s[1][2] * s[0][3]),
@@ -268,12 +275,12 @@ def run_case(case, copy_gbs, mm_tflops):
         return [family, label, "skeleton", "", "", "", "", "", ""]
     sets = []
     for seed in range(3):
-        ins = make_inputs(spec, "cuda", seed, _index_inputs(spec))
+        ins = make_inputs(spec, "cuda", seed, _index_inputs(spec, label))
         sets.append(launch_args(spec, ns, src.prepare_name, ins))
     ms = median_ms(ns[src.launch_name], sets)
     ref_ns = {"torch": torch, "math": math}
     exec(spec.reference, ref_ns)  # noqa: S102
-    ref_sets = [make_inputs(spec, "cuda", s, _index_inputs(spec)) for s in range(3)]
+    ref_sets = [make_inputs(spec, "cuda", s, _index_inputs(spec, label)) for s in range(3)]
     eager_ms = median_ms(ref_ns[spec.reference_name], ref_sets)
     same_size = ""
     if kind == "mem":
@@ -307,7 +314,13 @@ def copy_ms(nbytes: int) -> float:
     return median_ms(lambda a: dst.copy_(a), [(src,)])
 
 
-def _index_inputs(spec):
+# inputs whose values shape the work, by case label: input name -> the tensor made from its shape (GPT-2's causal
+# tril buffer: the masked_fill and softmax run on real masked rows; a random mask would mask none)
+SHAPED_INPUTS = {"attention by hand causal GPT-2 8x12x1024x1024x64 bf16": {"m": lambda shape: torch.tril(torch.ones(shape))}}
+
+
+def _index_inputs(spec, label=""):
+    shaped = SHAPED_INPUTS.get(label, {})
     bound = 65536  # embedding rows / classes of the cases
     if any("cross_entropy" in op or "nll_loss" in op for op in spec.operations):  # targets below the class count
         bound = min(bound, next(t.shape[1] for t in spec.inputs if t.dtype not in ("int64", "int32")))
@@ -315,6 +328,8 @@ def _index_inputs(spec):
     def make(t, gen):
         from tilestudio.core.kernels.checking import random_input
 
+        if t.name in shaped:
+            return shaped[t.name](t.shape).to(getattr(torch, t.dtype)).cuda()
         if t.dtype in ("int64", "int32") and t.role == "activation":
             return torch.randint(0, bound, t.shape, generator=gen, dtype=getattr(torch, t.dtype)).cuda()
         return random_input(t, "cuda", gen)

@@ -26,10 +26,11 @@ R7 row statistic broadcast back
               epilogue) back over the rows it reduced joins that kernel, whose epilogue then has the input's shape:
               a hand-written RMS norm, x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w, is one kernel that
               keeps each row in registers instead of a reduction and an elementwise kernel that reads x twice.
-R8 attention  A matmul of the single-use result of a last-dim softmax (alone in its kernel, dropout in eval being
-              transparent) whose input is the single-use result of a matmul kernel (scores = q @ k^T and its
-              elementwise epilogue: scale, masked_fill, additive mask) joins both: attention written by hand is one
-              flash-attention kernel (the library's family "attention"), never materializing the scores.
+R8 attention  A matmul of the single-use result of a last-dim softmax (alone in its kernel, or with the cast back
+              of Hugging Face's softmax(..., dtype=float32).to(q.dtype); dropout in eval being transparent) whose
+              input is the single-use result of a matmul kernel (scores = q @ k^T and its elementwise epilogue:
+              scale, masked_fill, additive mask) joins both: attention written by hand is one flash-attention
+              kernel (the library's family "attention"), never materializing the scores.
 Anchors never merge with each other (apart from R6 and R8), so each kernel has at most one parallelisation
 strategy.
 """
@@ -48,6 +49,9 @@ PROLOGUE_ANCHORS = {"normalization", "softmax", "reduction", "loss"}
 # the kernel library keeps in one tile (core/kernels/reduction_rows.py)
 ROW_STAT_OPS = {"sum", "mean", "amax", "amin", "var", "std", "logsumexp", "linalg_vector_norm"}
 ROW_STAT_MAX = 8192
+# R8: a cast between the softmax and the probabilities' matmul that the flash kernel absorbs (it casts the
+# probabilities to v's dtype for the tensor cores anyway)
+SOFTMAX_CASTS = {"to", "_to_copy"}
 
 
 @dataclass
@@ -296,8 +300,17 @@ class _Fuser:
         if sm is None or self.use_count(refs[0]) != 1 or sm not in self.group_of:
             return
         sg = self.group_of[sm]
+        tail = [sm]
+        if base_op(self.nodes[sm].op) in SOFTMAX_CASTS:  # Hugging Face: softmax(s, -1, dtype=float32).to(q.dtype)
+            crefs = self._tensor_inputs(self.nodes[sm])
+            sm = self.producer(crefs[0]) if len(crefs) == 1 and self.use_count(crefs[0]) == 1 else None
+            if sm is None or self.group_of.get(sm) != sg:
+                return
+            tail.insert(0, sm)
         snode = self.nodes[sm]
-        if self.groups[sg].nodes != [sm] or base_op(snode.op) not in ("softmax", "_softmax") or snode.meta is None:
+        if self.groups[sg].nodes != tail or base_op(snode.op) not in ("softmax", "_softmax") or snode.meta is None:
+            return
+        if snode.attrs.get("dtype") not in (None, {"dtype": "float32"}):
             return
         rank = len(snode.meta.shape)
         dim = snode.attrs.get("dim", -1)
@@ -321,8 +334,8 @@ class _Fuser:
             self.merge(mg, sg, "R8")
             if self.can_merge(mg, gid):
                 self.merge(mg, gid, "R8")
-            else:  # keep the plan as it was: the softmax goes back to its own kernel
-                self._split_off(mg, sm)
+            else:  # keep the plan as it was: the softmax (and its cast) go back to their own kernel
+                self._split_off(mg, tail)
 
     def _flash_operands(self, refs: list[str], rank: int) -> bool:
         """q, k^T and v as the flash kernel takes them: one float dtype, the same batch dims, head dims <= 256."""
@@ -333,13 +346,15 @@ class _Fuser:
         return (len({m.dtype for m in metas}) == 1 and metas[0].dtype in _FLOATS
                 and q[:-2] == kt[:-2] == v[:-2] and q[-1] == kt[-2] and kt[-1] == v[-2] and max(q[-1], v[-1]) <= 256)
 
-    def _split_off(self, gid: int, name: str) -> None:
+    def _split_off(self, gid: int, names: list[str]) -> None:
         group = self.groups[gid]
-        group.nodes.remove(name)
+        for name in names:
+            group.nodes.remove(name)
         group.rules.remove("R8")
         new = self._new_gid()
-        self.groups[new] = Group(new, [name], anchor=name)
-        self.group_of[name] = new
+        self.groups[new] = Group(new, list(names), anchor=names[0], rules=["R1"] if len(names) > 1 else [])
+        for name in names:
+            self.group_of[name] = new
 
     def _absorb_shared_prologues(self) -> None:
         """R2 for R7 kernels: a purely elementwise kernel whose every use lies in one row-statistic kernel (the

@@ -284,20 +284,38 @@ def test_r8_attention_written_by_hand_is_one_kernel(decompose):
     assert "R8" in dec.kernels[0].fusion_rules and dec.kernels[0].family == "attention"
 
 
+def test_r8_takes_hugging_face_float32_softmax_cast_back(decompose):
+    """Hugging Face's eager attention: softmax(..., dtype=float32).to(q.dtype) before the probabilities' matmul."""
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, q, k, v, m):
+            w = torch.matmul(q, k.transpose(2, 3)) * 0.125 + m
+            w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+            return torch.matmul(F.dropout(w, 0.1, training=False), v)
+    """, inputs="[torch.randn(2, 3, 8, 16).half(), torch.randn(2, 3, 8, 16).half(), torch.randn(2, 3, 8, 16).half(), "
+                "torch.randn(2, 1, 8, 8).half()]")
+    assert groups(dec) == [["matmul", "mul", "add", "softmax", "to", "matmul"]]
+    assert "R8" in dec.kernels[0].fusion_rules and dec.kernels[0].family == "attention"
+
+
 @pytest.mark.parametrize("forward", [
     "p = torch.softmax(q @ k.transpose(-2, -1), -1)\n            return p @ v, p",  # probabilities returned
     "s = q @ k.transpose(-2, -1)\n            return torch.softmax(s, -1) @ v, s",  # scores returned
     "return torch.softmax(q @ k.transpose(-2, -1), 1) @ v",  # softmax over the queries
     "return torch.log_softmax(q @ k.transpose(-2, -1), -1) @ v",
+    # the float32 probabilities are also returned: the cast back is not their only use
+    "p = F.softmax(q @ k.transpose(-2, -1), -1, dtype=torch.float32)\n            return p.to(q.dtype) @ v, p",
+    # a softmax in float16 of float32 scores: not the float32 softmax the flash kernel computes
+    "return F.softmax((q @ k.transpose(-2, -1)).float(), -1, dtype=torch.float16) @ v",
 ])
 def test_r8_leaves_what_is_not_attention(decompose, forward):
     dec = decompose(f"""
     class Model(nn.Module):
         def forward(self, q, k, v):
             {forward}
-    """, inputs="[torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16)]")
+    """, inputs="[torch.randn(2, 3, 8, 16).half(), torch.randn(2, 3, 8, 16).half(), torch.randn(2, 3, 8, 16).half()]")
     assert all("R8" not in k.fusion_rules for k in dec.kernels)
-    assert len(dec.kernels) == 3
+    assert len(dec.kernels) >= 3  # the scores' matmul, the softmax and the probabilities' matmul stay apart
 
 
 @pytest.mark.parametrize("inputs", [

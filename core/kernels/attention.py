@@ -41,18 +41,29 @@ def _as4d(name: str, shape: list[int]) -> tuple[str, list[int]]:
     raise Unsupported(f"attention operand of rank {r}")
 
 
-def _tiles(L: int, S: int, DP: int, DVP: int, dtype: str) -> tuple[int, int]:
-    """(BM, BN) from gemm_common.TILES by padded head dim (float32: 64x64, 64x32 past 128), shrunk to L and S."""
+def tiling(L: int, S: int, DP: int, DVP: int, dtype: str, masked: bool = False) -> tuple[int, int, int | None, int]:
+    """(BM queries, BN keys, worker warps or None, occupancy) of a flash-attention kernel from gemm_common.TILES, by
+    padded head dim (float32: 64x64, 64x32 past 128), the tiles shrunk to L and S. fp16/bf16 sequences of at most
+    "attn_short_keys" keys take "attn_short_d64" / "attn_short_d128": the long-sequence tiles leave a short
+    sequence's blocks too few and too long-lived to hide their latency. Unmasked ones (no causal mask, no mask or
+    side input in the scores) over more than "attn_long_keys" keys with head dims <= 64 take "attn_d64_long"."""
     wide = max(DP, DVP)
+    occupancy = TILES["attn_occupancy"]
     if dtype == "float32":
         bm, bn = (64, 64) if wide <= 128 else (64, 32)
+    elif wide <= 128 and S <= TILES["attn_short_keys"]:
+        bm, bn, occupancy = TILES["attn_short_d64" if wide <= 64 else "attn_short_d128"]
+    elif wide <= 64 and S > TILES["attn_long_keys"] and not masked:
+        bm, bn, occupancy = TILES["attn_d64_long"]
     elif wide <= 64:
-        bm, bn = TILES["attn_d64"]
+        (bm, bn), occupancy = TILES["attn_d64"], TILES["attn_d64_occupancy"]
     elif wide <= 128:
         bm, bn = TILES["attn_d128"]
     else:
         bm, bn = TILES["attn_d256"]
-    return min(bm, pow2_at_least(L, 16)), min(bn, pow2_at_least(S, 16))
+    bm, bn = min(bm, pow2_at_least(L, 16)), min(bn, pow2_at_least(S, 16))
+    warps = worker_warps(bm, bn, dtype)
+    return bm, bn, warps, 1 if wide > 128 or warps else occupancy
 
 
 def worker_warps(bm: int, bn: int, dtype: str) -> int | None:
@@ -63,9 +74,12 @@ def worker_warps(bm: int, bn: int, dtype: str) -> int | None:
 
 
 def launcher(spec: KernelSpec, views: dict[str, str], device: str, o4: dict[str, str], grid: tuple[int, int],
-             consts: tuple[int, ...]) -> str:
+             consts: tuple[int, ...], unit_stride: tuple[str, ...] = ()) -> str:
     """launch_<id>: the inputs as their (B, H, L, E) views, the outputs allocated and viewed as `o4`, one launch of
-    `grid` (query tiles, batch x heads) with the tile constants."""
+    `grid` (query tiles, batch x heads) with the tile constants. An input named in `unit_stride` is copied to
+    row-major when its view's last dim is strided by other than 1 and off 16 bytes: TMA takes a transposed tile
+    only from 16-byte-aligned rows, and the compiler reads such a tile element by element instead (k^T stored
+    row-major over 197 keys)."""
     kid = spec.id
     w = [f"def launch_{kid}({', '.join(t.name for t in spec.inputs)}):"]
     for t in spec.inputs:
@@ -73,6 +87,10 @@ def launcher(spec: KernelSpec, views: dict[str, str], device: str, o4: dict[str,
             w.append(f"{I}{scalar_param(t)} = {t.name}")
         else:
             w.append(f"{I}{array_param(t)} = {views.get(t.name, t.name if t.shape else t.name + '.reshape(1)')}")
+            if t.name in unit_stride:
+                a = array_param(t)
+                w += [f"{I}if {a}.stride(-1) != 1 and {a}.stride(-1) * {a}.element_size() % 16:",
+                      f"{I}{I}{a} = {a}.contiguous()"]
     for o in spec.outputs:
         w.append(f"{I}{o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={device}.device)")
         w.append(f"{I}{out_param(o)} = {o4[o.name]}")
@@ -132,7 +150,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     if list(rec.output) != out_shape:
         raise Unsupported(f"attention output {rec.output}, expected {out_shape}")
     DP, DVP = pow2_at_least(E, 16), pow2_at_least(Ev, 16)
-    BM, BN = _tiles(L, S, DP, DVP, q.dtype)
+    BM, BN, warps, occupancy = tiling(L, S, DP, DVP, q.dtype, masked=causal or mask is not None)
     nmb = -(-L // BM)
     views = {q.name: qv, k.name: kv, v.name: vv}
     mtile = None
@@ -163,8 +181,6 @@ def generate(spec: KernelSpec) -> KernelSource:
     kid = spec.id
     qa, ka, va = array_param(q), array_param(k), array_param(v)
     outs = [out_param(o) for o in spec.outputs]
-    warps = worker_warps(BM, BN, q.dtype)
-    occupancy = 1 if max(DP, DVP) > 128 or warps else TILES["attn_occupancy"]
     lines = [kernel_decorator(occupancy, worker_warps=warps),
              f"def {kid}_kernel({', '.join(input_args(spec) + outs)}, BM: ct.Constant[int], "
              f"BN: ct.Constant[int], DP: ct.Constant[int], DVP: ct.Constant[int]):",

@@ -93,16 +93,36 @@ TILES: dict[str, Any] = {
     # H200, causal sdpa 8x16x2048x2048x64 fp16: 0.311 -> 0.227 ms for 128 queries x 64 keys (session 3); same
     # run, device time (session 7; flash 0.190 ms): 128x64 0.213 ms, 64x128 0.199 (0.95x), 128x128 0.278, 64x64
     # 0.219
-    "attn_d64": (64, 128),
+    # session 19, same run, device time (bench/variants_gemm.py; flash 0.192 ms): 64x128 at occupancy 2 0.200 ms,
+    # 64x64 at 2 0.220, 64x64 at 3 0.188; sdpa 32x12x384x384x64 fp16 (flash 0.045): 64x128 0.049, 64x64 at 3
+    # 0.045, at 4 0.053; BERT-base 32x12x512x512x64 bf16 (flash 0.071): 0.079, 0.073, 0.084
+    "attn_d64": (64, 64),
+    "attn_d64_occupancy": 3,
+    # ... except unmasked sequences over attn_long_keys keys (session 19, flash SDPA in brackets; one run per line):
+    # sdpa 8x16x2048x2048x64 fp16 (0.308 ms) 64x128 at occupancy 2 0.314 ms, 64x64 at 3 0.325, at 4 0.319; 2x16x
+    # 4096x4096x64 bf16 (0.299) 0.303, 0.327, 0.318; 16x16x1024x1024x64 fp16 (0.168) 0.179, 0.178, 0.172. Masked
+    # ones keep 64x64: attention by hand GPT-2 8x12x1024x1024x64 bf16 with its tril buffer 0.126 ms, 64x128 0.173
+    "attn_long_keys": 1024,
+    "attn_d64_long": (64, 128, 2),
     # H200, sdpa 8x16x2048x2048x128 bf16, same run, device time (session 7; flash 0.422 ms): 128x64 0.537 ms
     # (spills 9 registers per thread), 128x64 at occupancy 1 0.688, 64x64 0.511, 64x128 0.463 (0.91x), 64x64
     # at occupancy 3 0.512
     # session 9, same run, device time (bench/gpu_session.sh prepared; flash 0.423 ms): 128x128 on 8 worker warps
     # at occupancy 1 (spill-free) 0.447 ms (0.95x), 64x128 0.458, 128x64 on 8 warps 0.523. Causal d64 fp16 (flash
-    # 0.189): 128x128 on 8 warps 0.208, 64x128 0.198, so attn_d64 keeps 64x128
+    # 0.189): 128x128 on 8 warps 0.208, 64x128 0.198 (attn_d64 stayed 64x128 until session 19)
     "attn_d128": (128, 128),
     "attn_d256": (64, 32),
-    "attn_occupancy": 2,  # head dims <= 128; larger head dims, and tiles on attn_worker_warps, use 1
+    "attn_occupancy": 2,  # head dims 65..128 and float32; larger head dims, and tiles on attn_worker_warps, use 1
+    # fp16/bf16 attention over at most attn_short_keys keys: (BM, BN, occupancy) by padded head dim (<= 64, <= 128).
+    # H200, session 19, device time (bench/variants_gemm.py, one run per case; PyTorch's flash SDPA in brackets):
+    # sdpa ViT-B/16 64x12x197x197x64 fp16 (0.047 ms): 64x128 at occupancy 2 0.049 ms, 64x64 at 2 / 3 / 4 0.051 /
+    # 0.043 / 0.039, 128x64 at 2 0.045; CLIP text 128x8x77x77x64 (0.023): 0.026, 64x64 at 4 0.020; causal
+    # 64x12x256x256x64 (0.040): 0.054, 64x64 at 4 0.038; attention by hand at ViT size (k^T a view of k; eager
+    # 0.287) 0.064 -> 0.050. Head dim 128, sdpa 32x16x256x256x128 bf16 (0.042): 128x128 on 8 warps 0.059, 64x64
+    # 0.052, 64x128 at 2 0.051, 128x64 0.060; 32x16x197x197x128 fp16 (0.045): 0.055, 0.049, 0.046, 0.060
+    "attn_short_keys": 256,
+    "attn_short_d64": (64, 64, 4),
+    "attn_short_d128": (64, 128, 2),
     # num_worker_warps of fp16/bf16 attention tiles of at least attn_worker_warps_min_elems (BM x BN) scores
     "attn_worker_warps": 8,
     "attn_worker_warps_min_elems": 128 * 128,

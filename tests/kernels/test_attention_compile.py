@@ -5,6 +5,7 @@ against their references."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from .cutile_emulator import check_emulated
 from .helpers import compile_spec
@@ -50,9 +51,19 @@ CASES = {
     "manual_causal_fill_fp16": (forward("(q @ k.transpose(-2, -1) / 8.0).masked_fill(m == 0, float('-inf'))"
                                         ".softmax(-1) @ v", "q, k, v, m"),
                                 f"[{qkv(2, 2, 37, 37, 64, dtype='.half()')}, torch.tril(torch.ones(37, 37))]"),
+    # a causal buffer over 150 keys: 64x64 tiles above the diagonal are all -inf
+    "manual_tril_fill_skips_tiles_fp16": (forward("(q @ k.transpose(-2, -1) * 0.125).masked_fill(m == 0, "
+                                                  "float('-inf')).softmax(-1) @ v", "q, k, v, m"),
+                                          f"[{qkv(1, 2, 150, 150, 16, dtype='.half()')}, "
+                                          "torch.tril(torch.ones(150, 150))]"),
     "manual_additive_mask_epilogue": (forward("(torch.softmax(q @ k.transpose(-2, -1) * 0.3 + m, -1) @ v) * 2.0 + q",
                                               "q, k, v, m"),
                                       f"[{qkv(2, 2, 9, 19, 16)}, torch.randn(2, 1, 1, 19)]"),
+    # Hugging Face's eager attention: an additive mask, softmax in float32, cast back to the query's dtype
+    "manual_hf_float32_softmax_fp16": (forward("torch.matmul(F.softmax(torch.matmul(q, k.transpose(2, 3)) * 0.125 + m, "
+                                               "dim=-1, dtype=torch.float32).to(q.dtype), v)", "q, k, v, m"),
+                                       f"[{qkv(2, 2, 21, 21, 32, dtype='.half()')}, "
+                                       "torch.randn(2, 1, 21, 21).half()]"),
     "manual_bmm_rank3_bf16": (forward("torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)), -1), v)", "q, k, v"),
                               f"[{qkv(3, 0, 70, 50, 24, ev=40, dtype='.to(torch.bfloat16)')}]"),
 }
@@ -70,7 +81,7 @@ def test_attention_variant_compiles_and_emulates(name):
 
 def test_head_dim_128_tiles_take_8_worker_warps_and_do_not_spill(monkeypatch):
     """TILES["attn_d128"] 128x128 on attn_worker_warps (8) at occupancy 1: spill-free on sm_90 (a zero stack frame;
-    at the compiler's warp count and occupancy 2 the same tile spills). Smaller tiles (head dim 64: 64 x 128) and
+    at the compiler's warp count and occupancy 2 the same tile spills). Smaller tiles (head dim 64: 64 x 64) and
     float32 keep the compiler's warp count."""
     from tilestudio.core.kernels import gemm_common, generate_kernel
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
@@ -104,3 +115,50 @@ def test_attention_strided_inputs(name):
     spec = snippet_spec(*CASES[name], FAMILY)
     result = check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=make_inputs(strided=True))
     assert result.ok, result.message
+
+
+def test_tiling_by_sequence_length_and_head_dim():
+    """fp16/bf16 sequences of <= TILES["attn_short_keys"] keys: 64x64 tiles at occupancy 4 (head dims <= 64) or
+    64x128 at 2 (<= 128); longer ones 64x64 at 3 (<= 64; unmasked past 1024 keys 64x128 at 2) or 128x128 on 8
+    worker warps (<= 128); float32 64x64."""
+    from tilestudio.core.kernels.attention import tiling
+
+    assert tiling(197, 197, 64, 64, "float16") == (64, 64, None, 4)
+    assert tiling(77, 77, 64, 64, "bfloat16") == (64, 64, None, 4)
+    assert tiling(2048, 2048, 64, 64, "float16", masked=True) == (64, 64, None, 3)
+    assert tiling(2048, 2048, 64, 64, "float16") == (64, 128, None, 2)  # unmasked past attn_long_keys
+    assert tiling(512, 512, 64, 64, "bfloat16") == (64, 64, None, 3)
+    assert tiling(197, 197, 128, 128, "float16") == (64, 128, None, 2)
+    assert tiling(2048, 2048, 128, 128, "bfloat16") == (128, 128, 8, 1)
+    assert tiling(197, 197, 256, 256, "float16") == (64, 32, None, 1)
+    assert tiling(197, 197, 64, 64, "float32") == (64, 64, None, 2)
+    assert tiling(13, 9, 16, 16, "float16") == (16, 16, None, 4)  # shrunk to the sequence
+
+
+@pytest.mark.parametrize("keys,dtype,kind,copied", [
+    (37, torch.float16, "row-major", True),    # rows of 74 bytes: no TMA for the transposed tile -> copy to k
+    (21, torch.float32, "row-major", True),
+    (64, torch.float16, "row-major", False),   # 128-byte rows: TMA takes the transposed tile
+    (37, torch.float16, "view", False),        # k.transpose(-2, -1) of a contiguous k: k's rows, read as they are
+])
+def test_row_major_k_transpose_off_16_bytes_is_copied_to_rows_of_k(keys, dtype, kind, copied):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import intercept_launches, load_source
+
+    name = {torch.float16: ".half()", torch.float32: ""}[dtype]
+    spec = snippet_spec(forward("torch.softmax((q @ k.transpose(-2, -1)) * 0.125, dim=-1) @ v", "q, k, v"),
+                        f"[{qkv(2, 3, 13, keys, 64, dtype=name)}]", FAMILY)
+    source = generate_kernel(spec)
+    ns = load_source(source)
+    q, v = torch.randn(2, 3, 13, 64, dtype=dtype), torch.randn(2, 3, keys, 64, dtype=dtype)
+    k = torch.randn(2, 3, keys, 64, dtype=dtype)
+    kt = k.transpose(-2, -1).contiguous() if kind == "row-major" else k.transpose(-2, -1)
+    records = []
+    with intercept_launches(records):
+        ns[source.launch_name](q, kt, v)
+    (record,) = records
+    passed = record.args[1]
+    assert torch.equal(passed, k)
+    assert (passed.stride(-1) == 1) == (copied or kind == "view")
+    assert (passed.data_ptr() != k.data_ptr()) == (kind == "row-major")
+    assert (passed.data_ptr() == kt.data_ptr()) == (not copied)

@@ -58,9 +58,17 @@ VARIANTS = {
     "manual_causal_fill": ("(q @ k.transpose(-2, -1) / 8.0).masked_fill(m == 0, float('-inf')).softmax(-1) @ v",
                            "q, k, v, m", _with_mask("(torch.rand({L}, {S}) > 0.4).float()"),
                            [(2, 2, 37, 37, 64), (4, 12, 197, 197, 64), (1, 1, 300, 77, 16)]),
+    # a causal tril buffer: key tiles filled whole with -inf (the online softmax's running max stays -inf)
+    "manual_tril_fill": ("(q @ k.transpose(-2, -1) * 0.125).masked_fill(m == 0, float('-inf')).softmax(-1) @ v",
+                         "q, k, v, m", _with_mask("torch.tril(torch.ones({L}, {S}))"),
+                         [(2, 4, 300, 300, 64), (1, 2, 1000, 1000, 32), (1, 1, 77, 300, 16)]),
     "manual_additive_mask_epilogue": ("(torch.softmax(q @ k.transpose(-2, -1) * 0.3 + m, -1) @ v) * 2.0 + q",
                                       "q, k, v, m", _with_mask("torch.randn({B}, 1, 1, {S}){dt}"),
                                       [(2, 2, 9, 19, 16), (8, 12, 197, 197, 64), (1, 1, 1, 3, 8)]),
+    "manual_hf_float32_softmax": ("torch.matmul(F.softmax(torch.matmul(q, k.transpose(2, 3)) * 0.125 + m, dim=-1, "
+                                  "dtype=torch.float32).to(q.dtype), v)", "q, k, v, m",
+                                  _with_mask("torch.randn({B}, 1, {L}, {S}){dt}"),
+                                  [(2, 2, 21, 21, 32), (8, 12, 197, 197, 64), (2, 8, 77, 300, 80)]),
 }
 CORE = {"plain", "causal", "key_padding_mask", "manual_causal_fill"}
 CASES = gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE)
