@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .catalog import ALIAS_OPS, OpInfo, base_op, lookup
+from .einsum_forms import A_B, A_BT, batched_matmul_form
 from .opgraph import OpGraph, OpNode, node_refs
 
 EPILOGUE_ANCHORS = {"matmul", "convolution", "normalization", "reduction", "pooling", "softmax", "scan",
@@ -294,7 +295,7 @@ class _Fuser:
     def _fuse_attention(self, node: OpNode, gid: int) -> None:
         """R8: `node` (probabilities @ v) joins the softmax and the scores' matmul kernel before it."""
         refs = self._tensor_inputs(node)
-        if base_op(node.op) not in ("matmul", "bmm") or len(refs) != 2 or node.meta is None:
+        if len(refs) != 2 or node.meta is None or self._matmul_form(node) != A_B:
             return
         sm = self.producer(refs[0])
         if sm is None or self.use_count(refs[0]) != 1 or sm not in self.group_of:
@@ -322,13 +323,13 @@ class _Fuser:
             return
         mg = self.group_of[mm]
         anchor = self.groups[mg].anchor
-        if anchor is None or base_op(self.nodes[anchor].op) not in ("matmul", "bmm"):
+        form = self._matmul_form(self.nodes[anchor]) if anchor is not None else None
+        if form is None or {"R6", "R8"} & set(self.groups[mg].rules):
             return
-        if {"R6", "R8"} & set(self.groups[mg].rules) or len(self._tensor_inputs(self.nodes[anchor])) != 2:
-            return
+        operands = self._tensor_inputs(self.nodes[anchor])[-2:]  # baddbmm(beta=0): its first input is ignored
         qk = self.nodes[anchor].meta
         if qk is None or list(qk.shape) != list(snode.meta.shape) or not self._flash_operands(
-                self._tensor_inputs(self.nodes[anchor]) + refs[1:], rank):
+                operands + refs[1:], rank, k_stored=form == A_BT):
             return
         if self.can_merge(mg, sg):
             self.merge(mg, sg, "R8")
@@ -337,12 +338,28 @@ class _Fuser:
             else:  # keep the plan as it was: the softmax (and its cast) go back to their own kernel
                 self._split_off(mg, tail)
 
-    def _flash_operands(self, refs: list[str], rank: int) -> bool:
-        """q, k^T and v as the flash kernel takes them: one float dtype, the same batch dims, head dims <= 256."""
+    def _matmul_form(self, node: OpNode) -> str | None:
+        """A_B / A_BT (einsum_forms) for the two-operand matmuls R8 takes: matmul, bmm, an einsum of either form,
+        baddbmm with beta=0 (its input ignored, alpha scaling the product); None for the others."""
+        op = base_op(node.op)
+        n = len(self._tensor_inputs(node))
+        if op in ("matmul", "bmm") and n == 2:
+            return A_B
+        if op == "baddbmm" and n == 3 and node.attrs.get("beta") == 0:
+            return A_B
+        if op == "einsum" and n == 2 and isinstance(node.attrs.get("equation"), str):
+            return batched_matmul_form(node.attrs["equation"])
+        return None
+
+    def _flash_operands(self, refs: list[str], rank: int, k_stored: bool = False) -> bool:
+        """q, k^T (k when `k_stored`) and v as the flash kernel takes them: one float dtype, the same batch dims,
+        head dims <= 256."""
         metas = [self._meta(r) for r in refs]
         if any(m is None or len(m.shape) != rank for m in metas):
             return False
         q, kt, v = (list(m.shape) for m in metas)
+        if k_stored:
+            kt = kt[:-2] + kt[-2:][::-1]
         return (len({m.dtype for m in metas}) == 1 and metas[0].dtype in _FLOATS
                 and q[:-2] == kt[:-2] == v[:-2] and q[-1] == kt[-2] and kt[-1] == v[-2] and max(q[-1], v[-1]) <= 256)
 

@@ -298,6 +298,28 @@ def test_r8_takes_hugging_face_float32_softmax_cast_back(decompose):
     assert "R8" in dec.kernels[0].fusion_rules and dec.kernels[0].family == "attention"
 
 
+@pytest.mark.parametrize("forward,ops", [
+    # latent diffusion: einsum with k as stored
+    ("return torch.einsum('b i j, b j d -> b i d', (torch.einsum('b i d, b j d -> b i j', q, k) * 0.1).softmax(-1), v)",
+     [["einsum", "mul", "softmax", "einsum"]]),
+    # diffusers: baddbmm into an empty tensor with beta=0 (the tensor ignored), alpha the scale
+    ("e = torch.empty(q.shape[0], q.shape[1], k.shape[1], device=q.device)\n"
+     "            return torch.bmm(torch.baddbmm(e, q, k.transpose(-1, -2), beta=0, alpha=0.1).softmax(-1), v)",
+     [["baddbmm", "softmax", "bmm"]]),
+    # baddbmm adding its input (beta=1): a matmul with an addend, not attention's scores
+    ("return torch.bmm(torch.baddbmm(q @ k.transpose(-1, -2), q, k.transpose(-1, -2)).softmax(-1), v)",
+     [["matmul"], ["baddbmm"], ["softmax"], ["bmm"]]),
+])
+def test_r8_takes_einsum_and_baddbmm_attention(decompose, forward, ops):
+    dec = decompose(f"""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            {forward}
+    """, inputs="[torch.randn(6, 8, 16), torch.randn(6, 9, 16), torch.randn(6, 9, 16)]")
+    assert groups(dec) == ops
+    assert ("R8" in dec.kernels[0].fusion_rules) == (len(ops) == 1)
+
+
 @pytest.mark.parametrize("forward", [
     "p = torch.softmax(q @ k.transpose(-2, -1), -1)\n            return p @ v, p",  # probabilities returned
     "s = q @ k.transpose(-2, -1)\n            return torch.softmax(s, -1) @ v, s",  # scores returned
@@ -307,6 +329,8 @@ def test_r8_takes_hugging_face_float32_softmax_cast_back(decompose):
     "p = F.softmax(q @ k.transpose(-2, -1), -1, dtype=torch.float32)\n            return p.to(q.dtype) @ v, p",
     # a softmax in float16 of float32 scores: not the float32 softmax the flash kernel computes
     "return F.softmax((q @ k.transpose(-2, -1)).float(), -1, dtype=torch.float16) @ v",
+    # einsum scores transposed (keys by queries)
+    "return torch.einsum('bhij,bhjd->bhid', torch.einsum('bhid,bhjd->bhji', q, k).softmax(-1), v)",
 ])
 def test_r8_leaves_what_is_not_attention(decompose, forward):
     dec = decompose(f"""
@@ -329,3 +353,23 @@ def test_r8_leaves_operands_the_flash_kernel_does_not_take(decompose, inputs):
             return torch.softmax(q @ k.transpose(-2, -1), -1) @ v
     """, inputs=inputs)
     assert all("R8" not in k.fusion_rules for k in dec.kernels) and len(dec.kernels) == 3
+
+
+@pytest.mark.parametrize("equation,form", [
+    ("b i j, b j d -> b i d", "a @ b"),
+    ("bhqd,bhdk->bhqk", "a @ b"),
+    ("b i d, b j d -> b i j", "a @ b^T"),
+    ("...qd,...kd->...qk", "a @ b^T"),
+    ("bhid,bhjd->bhji", None),    # the product transposed
+    ("bij,bjd->bdi", None),
+    ("bid,bjd->bij,", None),      # malformed
+    ("bi,bj->bij", None),         # an outer product
+    ("bii,bid->bid", None),       # a repeated subscript
+    ("bhid,hbjd->bhij", None),    # batch dims in another order
+    ("...id,bjd->...ij", None),   # an ellipsis that is not the common batch prefix
+    ("bid,bjd", None),            # no output given
+])
+def test_batched_matmul_forms(equation, form):
+    from tilestudio.core.einsum_forms import batched_matmul_form
+
+    assert batched_matmul_form(equation) == form

@@ -14,13 +14,15 @@ ViT 197 keys: 128 16-bit loads per thread and a spill; H200 0.324 -> 0.091 ms wi
 
 from __future__ import annotations
 
+from ..einsum_forms import A_B, A_BT, batched_matmul_form
+from ..fusion import SOFTMAX_CASTS
 from ..specs import KernelSpec
 from .attention import LOG2E, _as4d, launcher, tiling
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args
-from ..fusion import SOFTMAX_CASTS
 from .gemm_common import kernel_decorator
-from .indexing import SideLoader, array_param, elementwise, input_args, input_for, module, out_param, output_vars
+from .indexing import (SideLoader, array_param, elementwise, input_args, input_for, is_ref, module, out_param,
+                       output_vars)
 
 I = "    "
 
@@ -41,27 +43,43 @@ def _parts(spec: KernelSpec):
     return ops[i], ops[i + 1:s], ops[s], ops[j], ops[j + 1:], ops[s + 1:j]
 
 
+def _matmul_args(rec) -> tuple[object, object, str | None, float]:
+    """(a, b, A_B / A_BT, alpha) of one of attention's matmuls: matmul, bmm, an einsum of either form (einsum_forms),
+    or baddbmm with beta=0 (its input ignored, the product scaled by alpha)."""
+    a = bind_args(rec)
+    if rec.op in ("matmul", "bmm"):
+        return a.get("self", a.get("input")), a.get("other", a.get("mat2")), A_B, 1.0
+    if rec.op == "baddbmm" and a.get("beta", 1) == 0 and isinstance(a.get("alpha", 1), (int, float)):
+        return a.get("batch1"), a.get("batch2"), A_B, float(a.get("alpha", 1))
+    if rec.op == "einsum" and isinstance(a.get("equation"), str) and len(a.get("tensors") or []) == 2:
+        return a["tensors"][0], a["tensors"][1], batched_matmul_form(a["equation"]), 1.0
+    raise Unsupported(f"attention by hand: {rec.target} is not a matmul of two operands")
+
+
 def generate_manual(spec: KernelSpec) -> KernelSource:
     mm1, score_ops, sm, mm2, epilogue, cast = _parts(spec)
     if sm.op not in ("softmax", "_softmax"):
         raise Unsupported(f"attention by hand with {sm.op}")
-    a1, a2, asm = bind_args(mm1), bind_args(mm2), bind_args(sm)
+    asm = bind_args(sm)
     if asm.get("dtype") not in (None, {"dtype": "float32"}):
         raise Unsupported(f"attention by hand: softmax to {asm['dtype']}")
-    q = input_for(spec, a1.get("input", a1.get("self")), mm1.target)
-    kt = input_for(spec, a1.get("other", a1.get("mat2")), mm1.target)
-    v = input_for(spec, a2.get("other", a2.get("mat2")), mm2.target)
-    probs = a2.get("input", a2.get("self"))
+    q_arg, k_arg, form, alpha = _matmul_args(mm1)
+    probs, v_arg, form2, alpha2 = _matmul_args(mm2)
+    if form2 != A_B or alpha2 != 1.0:
+        raise Unsupported(f"attention by hand: {mm2.target} is not probabilities @ v")
+    q, kt, v = (input_for(spec, a, r.target) for a, r in ((q_arg, mm1), (k_arg, mm1), (v_arg, mm2)))
+    k_stored = form == A_BT  # einsum "b i d, b j d -> b i j": k as stored, not k^T
     if not (isinstance(probs, dict) and probs.get("ref") == (cast[0] if cast else sm).node):
         raise Unsupported("attention by hand: the second matmul does not read the softmax")
     rank = len(q.shape)
     if rank not in (3, 4) or len(kt.shape) != rank or len(v.shape) != rank:
         raise Unsupported("attention by hand: query, key and value of rank 3 or 4")
     L, E = q.shape[-2:]
-    Ek, S = kt.shape[-2:]
+    S, Ek = kt.shape[-2:] if k_stored else kt.shape[-2:][::-1]
     Sv, Ev = v.shape[-2:]
     if Ek != E or Sv != S or list(kt.shape[:-2]) != list(q.shape[:-2]) or list(v.shape[:-2]) != list(q.shape[:-2]):
-        raise Unsupported(f"attention by hand: query {q.shape}, key^T {kt.shape}, value {v.shape}")
+        raise Unsupported(f"attention by hand: query {q.shape}, key{'' if k_stored else '^T'} {kt.shape}, "
+                          f"value {v.shape}")
     if max(E, Ev) > 256:
         raise Unsupported(f"head dim {max(E, Ev)} > 256")
     if q.dtype != kt.dtype or q.dtype != v.dtype or q.dtype not in ("float32", "float16", "bfloat16"):
@@ -73,13 +91,17 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
     out_shape = list(q.shape[:-1]) + [Ev]
     if list(mm2.output) != out_shape:
         raise Unsupported(f"attention output {mm2.output}, expected {out_shape}")
+    unread = {q.graph_value, kt.graph_value, v.graph_value}  # the operands, and baddbmm's ignored input
+    if mm1.op == "baddbmm" and is_ref(bind_args(mm1).get("self")):
+        unread.add(bind_args(mm1)["self"]["ref"])
+    side_inputs = [t for t in spec.inputs if t.role != "scalar" and t.graph_value not in unread]
 
     qv, q4 = _as4d(q.name, q.shape)
-    kv, _ = _as4d(f"{kt.name}.transpose(-2, -1)", list(kt.shape[:-2]) + [S, E])
+    kv, _ = _as4d(kt.name, kt.shape) if k_stored else _as4d(f"{kt.name}.transpose(-2, -1)", list(kt.shape[:-2]) + [S, E])
     vv, _ = _as4d(v.name, v.shape)
     B, H = q4[0], q4[1]
     DP, DVP = pow2_at_least(E, 16), pow2_at_least(Ev, 16)
-    BM, BN, warps, occupancy = tiling(L, S, DP, DVP, q.dtype, masked=len(spec.inputs) > 3)  # a mask, a side input
+    BM, BN, warps, occupancy = tiling(L, S, DP, DVP, q.dtype, masked=bool(side_inputs))
     nmb = -(-L // BM)
     views = {q.name: qv, kt.name: kv, v.name: vv}
     kid = spec.id
@@ -99,7 +121,8 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
              f"{I}for j in range({-(-S // BN)}):",
              f"{li}kt = ct.reshape(ct.load({ka}, index=(b, h, 0, j), shape=(1, 1, DP, BN), order=(0, 1, 3, 2), "
              f"padding_mode=ct.PaddingMode.ZERO, latency=2), (DP, BN))",
-             f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))",
+             f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))"] + \
+        ([f"{li}s = s * {alpha!r}"] if alpha != 1.0 else []) + [
              f"{li}nn = j * BN + ct.arange(BN, dtype=ct.int32)[None, :]"]
     coords = ["b", "h", "mm", "nn"] if rank == 4 else ["b", "mm", "nn"]
     sides = SideLoader(spec, coords, scores, "(BM, BN)", lines, li, exclude=[q.graph_value, kt.graph_value])

@@ -64,6 +64,17 @@ CASES = {
                                                "dim=-1, dtype=torch.float32).to(q.dtype), v)", "q, k, v, m"),
                                        f"[{qkv(2, 2, 21, 21, 32, dtype='.half()')}, "
                                        "torch.randn(2, 1, 21, 21).half()]"),
+    # latent diffusion's einsum attention (k as stored), an einsum with k^T, and diffusers' baddbmm(beta=0) form
+    "manual_einsum_k_stored_fp16": (forward("torch.einsum('b i j, b j d -> b i d', (torch.einsum('b i d, b j d -> b i j',"
+                                            " q, k) * 0.125).softmax(dim=-1), v)", "q, k, v"),
+                                    f"[{qkv(6, 0, 77, 90, 40, dtype='.half()')}]"),
+    "manual_einsum_kt_rank4": (forward("torch.einsum('bhqk,bhkd->bhqd', torch.einsum('...qd,...dk->...qk', q, "
+                                       "k.transpose(-2, -1)).softmax(-1), v)", "q, k, v"),
+                               f"[{qkv(2, 3, 13, 21, 12)}]"),
+    "manual_baddbmm_beta0_bf16": (forward("torch.bmm(torch.baddbmm(torch.empty(q.shape[0], q.shape[1], k.shape[1], "
+                                          "dtype=q.dtype, device=q.device), q, k.transpose(-1, -2), beta=0, "
+                                          "alpha=0.125).softmax(dim=-1), v)", "q, k, v"),
+                                  f"[{qkv(4, 0, 50, 70, 24, dtype='.to(torch.bfloat16)')}]"),
     "manual_bmm_rank3_bf16": (forward("torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)), -1), v)", "q, k, v"),
                               f"[{qkv(3, 0, 70, 50, 24, ev=40, dtype='.to(torch.bfloat16)')}]"),
 }

@@ -69,6 +69,13 @@ VARIANTS = {
                                   "dtype=torch.float32).to(q.dtype), v)", "q, k, v, m",
                                   _with_mask("torch.randn({B}, 1, {L}, {S}){dt}"),
                                   [(2, 2, 21, 21, 32), (8, 12, 197, 197, 64), (2, 8, 77, 300, 80)]),
+    # latent diffusion's einsum attention (k as stored) and diffusers' baddbmm(beta=0) form (rank-3 operands)
+    "manual_einsum_k_stored": ("torch.einsum('b i j, b j d -> b i d', (torch.einsum('b i d, b j d -> b i j', q, k) "
+                               "* 0.125).softmax(dim=-1), v)", "q, k, v", _qkv,
+                               [(6, 0, 77, 90, 40), (16, 0, 1024, 77, 64), (2, 0, 4096, 4096, 64)]),
+    "manual_baddbmm": ("torch.bmm(torch.baddbmm(torch.empty(q.shape[0], q.shape[1], k.shape[1], dtype=q.dtype, "
+                       "device=q.device), q, k.transpose(-1, -2), beta=0, alpha=0.125).softmax(dim=-1), v)",
+                       "q, k, v", _qkv, [(4, 0, 50, 70, 24), (16, 0, 1024, 1024, 64), (8, 0, 197, 197, 80)]),
 }
 CORE = {"plain", "causal", "key_padding_mask", "manual_causal_fill"}
 CASES = gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE)
