@@ -389,8 +389,8 @@ def main() -> int:
         if args.only and args.only not in label:
             continue
         try:
-            rows += run_case(label, model, inputs, flop, selected(variants, args.quick, args.all, args.match), args.reps,
-                             *shaped)
+            chosen = selected(variants, args.quick, args.all, args.match)
+            rows += run_case(label, model, inputs, flop, chosen, args.reps, *shaped)
         except Exception as exc:  # noqa: BLE001
             rows.append([label, "-", f"ERROR {type(exc).__name__}: {str(exc)[:80]}", "", "", "", "", "", ""])
         torch.cuda.empty_cache()

@@ -92,12 +92,13 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
     if list(mm2.output) != out_shape:
         raise Unsupported(f"attention output {mm2.output}, expected {out_shape}")
     unread = {q.graph_value, kt.graph_value, v.graph_value}  # the operands, and baddbmm's ignored input
-    if mm1.op == "baddbmm" and is_ref(bind_args(mm1).get("self")):
-        unread.add(bind_args(mm1)["self"]["ref"])
+    ignored = bind_args(mm1).get("self") if mm1.op == "baddbmm" else None
+    if is_ref(ignored):
+        unread.add(ignored["ref"])
     side_inputs = [t for t in spec.inputs if t.role != "scalar" and t.graph_value not in unread]
 
     qv, q4 = _as4d(q.name, q.shape)
-    kv, _ = _as4d(kt.name, kt.shape) if k_stored else _as4d(f"{kt.name}.transpose(-2, -1)", list(kt.shape[:-2]) + [S, E])
+    kv, _ = _as4d(kt.name if k_stored else f"{kt.name}.transpose(-2, -1)", list(kt.shape[:-2]) + [S, E])
     vv, _ = _as4d(v.name, v.shape)
     B, H = q4[0], q4[1]
     DP, DVP = pow2_at_least(E, 16), pow2_at_least(Ev, 16)
@@ -121,9 +122,10 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
              f"{I}for j in range({-(-S // BN)}):",
              f"{li}kt = ct.reshape(ct.load({ka}, index=(b, h, 0, j), shape=(1, 1, DP, BN), order=(0, 1, 3, 2), "
              f"padding_mode=ct.PaddingMode.ZERO, latency=2), (DP, BN))",
-             f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))"] + \
-        ([f"{li}s = s * {alpha!r}"] if alpha != 1.0 else []) + [
-             f"{li}nn = j * BN + ct.arange(BN, dtype=ct.int32)[None, :]"]
+             f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))"]
+    if alpha != 1.0:  # baddbmm's
+        lines.append(f"{li}s = s * {alpha!r}")
+    lines.append(f"{li}nn = j * BN + ct.arange(BN, dtype=ct.int32)[None, :]")
     coords = ["b", "h", "mm", "nn"] if rank == 4 else ["b", "mm", "nn"]
     sides = SideLoader(spec, coords, scores, "(BM, BN)", lines, li, exclude=[q.graph_value, kt.graph_value])
     env = elementwise(score_ops, {mm1.node: "s"}, sides, lines, li)

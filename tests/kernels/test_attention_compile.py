@@ -65,8 +65,8 @@ CASES = {
                                        f"[{qkv(2, 2, 21, 21, 32, dtype='.half()')}, "
                                        "torch.randn(2, 1, 21, 21).half()]"),
     # latent diffusion's einsum attention (k as stored), an einsum with k^T, and diffusers' baddbmm(beta=0) form
-    "manual_einsum_k_stored_fp16": (forward("torch.einsum('b i j, b j d -> b i d', (torch.einsum('b i d, b j d -> b i j',"
-                                            " q, k) * 0.125).softmax(dim=-1), v)", "q, k, v"),
+    "manual_einsum_k_stored_fp16": (forward("torch.einsum('b i j, b j d -> b i d', (torch.einsum("
+                                            "'b i d, b j d -> b i j', q, k) * 0.125).softmax(dim=-1), v)", "q, k, v"),
                                     f"[{qkv(6, 0, 77, 90, 40, dtype='.half()')}]"),
     "manual_einsum_kt_rank4": (forward("torch.einsum('bhqk,bhkd->bhqd', torch.einsum('...qd,...dk->...qk', q, "
                                        "k.transpose(-2, -1)).softmax(-1), v)", "q, k, v"),
