@@ -1,8 +1,8 @@
-"""Two-operand einsum equations that are a batched matmul over the last two dims, as attention writes its matmuls
-(fusion rule R8 and the flash kernel it leads to): "b i j, b j d -> b i d" is a @ b (the probabilities @ v, or the
-scores with k^T given), "b i d, b j d -> b i j" is a @ b^T (the scores with k as stored, latent diffusion's
-attention). Batch subscripts lead every term in the same order; an ellipsis is taken only as that common batch
-prefix."""
+"""The matmuls attention is written with (fusion rule R8 and the flash kernel it leads to): matmul, bmm, baddbmm with
+beta=0, and two-operand einsum equations that are a batched matmul over the last two dims. "b i j, b j d -> b i d" is
+a @ b (the probabilities @ v, or the scores with k^T given), "b i d, b j d -> b i j" is a @ b^T (the scores with k as
+stored, latent diffusion's attention). Batch subscripts lead every term in the same order; an ellipsis is taken only
+as that common batch prefix."""
 
 from __future__ import annotations
 
@@ -32,4 +32,14 @@ def batched_matmul_form(equation: str) -> str | None:
         return A_B
     if y == k and (o1, o2) == (i, x):
         return A_BT
+    return None
+
+
+def attention_matmul_form(op: str, attrs: dict) -> str | None:
+    """A_B / A_BT of a matmul R8 takes, from its base op name and attributes: matmul, bmm, baddbmm with beta=0 (its
+    input ignored, alpha scaling the product), an einsum of either form; None for the others."""
+    if op in ("matmul", "bmm") or op == "baddbmm" and attrs.get("beta") == 0:
+        return A_B
+    if op == "einsum" and isinstance(attrs.get("equation"), str):
+        return batched_matmul_form(attrs["equation"])
     return None

@@ -28,9 +28,10 @@ R7 row statistic broadcast back
               keeps each row in registers instead of a reduction and an elementwise kernel that reads x twice.
 R8 attention  A matmul of the single-use result of a last-dim softmax (alone in its kernel, or with the cast back
               of Hugging Face's softmax(..., dtype=float32).to(q.dtype); dropout in eval being transparent) whose
-              input is the single-use result of a matmul kernel (scores = q @ k^T and its elementwise epilogue:
-              scale, masked_fill, additive mask) joins both: attention written by hand is one flash-attention
-              kernel (the library's family "attention"), never materializing the scores.
+              input is the single-use result of a matmul kernel (scores = q @ k^T as matmul, bmm, einsum or
+              baddbmm with beta=0, and its elementwise epilogue: scale, masked_fill, additive mask) joins both:
+              attention written by hand is one flash-attention kernel (the library's family "attention"), never
+              materializing the scores.
 Anchors never merge with each other (apart from R6 and R8), so each kernel has at most one parallelisation
 strategy.
 """
@@ -40,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .catalog import ALIAS_OPS, OpInfo, base_op, lookup
-from .einsum_forms import A_B, A_BT, batched_matmul_form
+from .einsum_forms import A_B, A_BT, attention_matmul_form
 from .opgraph import OpGraph, OpNode, node_refs
 
 EPILOGUE_ANCHORS = {"matmul", "convolution", "normalization", "reduction", "pooling", "softmax", "scan",
@@ -339,17 +340,11 @@ class _Fuser:
                 self._split_off(mg, tail)
 
     def _matmul_form(self, node: OpNode) -> str | None:
-        """A_B / A_BT (einsum_forms) for the two-operand matmuls R8 takes: matmul, bmm, an einsum of either form,
-        baddbmm with beta=0 (its input ignored, alpha scaling the product); None for the others."""
+        """einsum_forms.attention_matmul_form of `node`, with its two operands (baddbmm: and its ignored input)."""
         op = base_op(node.op)
-        n = len(self._tensor_inputs(node))
-        if op in ("matmul", "bmm") and n == 2:
-            return A_B
-        if op == "baddbmm" and n == 3 and node.attrs.get("beta") == 0:
-            return A_B
-        if op == "einsum" and n == 2 and isinstance(node.attrs.get("equation"), str):
-            return batched_matmul_form(node.attrs["equation"])
-        return None
+        if len(self._tensor_inputs(node)) != (3 if op == "baddbmm" else 2):
+            return None
+        return attention_matmul_form(op, node.attrs)
 
     def _flash_operands(self, refs: list[str], rank: int, k_stored: bool = False) -> bool:
         """q, k^T (k when `k_stored`) and v as the flash kernel takes them: one float dtype, the same batch dims,

@@ -14,7 +14,7 @@ ViT 197 keys: 128 16-bit loads per thread and a spill; H200 0.324 -> 0.091 ms wi
 
 from __future__ import annotations
 
-from ..einsum_forms import A_B, A_BT, batched_matmul_form
+from ..einsum_forms import A_B, A_BT, attention_matmul_form
 from ..fusion import SOFTMAX_CASTS
 from ..specs import KernelSpec
 from .attention import LOG2E, _as4d, launcher, tiling
@@ -44,15 +44,15 @@ def _parts(spec: KernelSpec):
 
 
 def _matmul_args(rec) -> tuple[object, object, str | None, float]:
-    """(a, b, A_B / A_BT, alpha) of one of attention's matmuls: matmul, bmm, an einsum of either form (einsum_forms),
-    or baddbmm with beta=0 (its input ignored, the product scaled by alpha)."""
+    """(a, b, A_B / A_BT, alpha) of one of attention's matmuls (einsum_forms.attention_matmul_form)."""
     a = bind_args(rec)
+    form = attention_matmul_form(rec.op, rec.attrs)
     if rec.op in ("matmul", "bmm"):
-        return a.get("self", a.get("input")), a.get("other", a.get("mat2")), A_B, 1.0
-    if rec.op == "baddbmm" and a.get("beta", 1) == 0 and isinstance(a.get("alpha", 1), (int, float)):
-        return a.get("batch1"), a.get("batch2"), A_B, float(a.get("alpha", 1))
-    if rec.op == "einsum" and isinstance(a.get("equation"), str) and len(a.get("tensors") or []) == 2:
-        return a["tensors"][0], a["tensors"][1], batched_matmul_form(a["equation"]), 1.0
+        return a.get("self", a.get("input")), a.get("other", a.get("mat2")), form, 1.0
+    if form and rec.op == "baddbmm" and isinstance(a.get("alpha", 1), (int, float)):
+        return a.get("batch1"), a.get("batch2"), form, float(a.get("alpha", 1))
+    if form and rec.op == "einsum" and len(a.get("tensors") or []) == 2:
+        return a["tensors"][0], a["tensors"][1], form, 1.0
     raise Unsupported(f"attention by hand: {rec.target} is not a matmul of two operands")
 
 
