@@ -63,11 +63,12 @@ def horner(coeffs: Sequence[float], var: str) -> str:
     return expr
 
 
-def fast_recip(d: str) -> str:
-    """1 / d for d >= 1 or +inf (see MATH_TUNING)."""
-    if MATH_TUNING["approx_recip"]:
+def fast_recip(d: str, approx: bool | None = None) -> str:
+    """1 / d for d >= 1 or +inf: one MUFU rcp when `approx` (default: MATH_TUNING["approx_recip"]), else the IEEE
+    division."""
+    if MATH_TUNING["approx_recip"] if approx is None else approx:
         return f"ct.truediv(1.0, {d}, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)"
-    return f"1.0 / ({d})"
+    return f"(1.0 / ({d}))"
 
 
 def fast_exp(x: str, exp2: bool | None = None) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
-from .expr_math import fast_exp
+from .expr_math import fast_exp, fast_recip
 from .rowwise import TUNING, SameShapeGen, choose_tiles_full_row, decode, make_layout, norm_dims, split_spec
 from .softmax_flat import flat_plan, generate_flat
 from .softmax_split import emit_split_row, split_plan
@@ -70,9 +70,7 @@ def _exp(arg: str) -> str:
 def _recip(row_sum: str) -> str:
     """1 / a row's sum of exps (>= 1: it holds exp(0) for the row's max; 0 only for a safe softmax's row of -inf,
     which is zeroed after), as one MUFU rcp per TUNING["softmax_approx_recip"], else the IEEE division."""
-    if TUNING["softmax_approx_recip"]:
-        return f"ct.truediv(1.0, {row_sum}, rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)"
-    return f"(1.0 / {row_sum})"
+    return fast_recip(row_sum, approx=bool(TUNING["softmax_approx_recip"]))
 
 
 class _Softmax:
