@@ -180,7 +180,6 @@ GPT2 = "(q @ k.transpose(-2, -1) * 0.125).masked_fill(m == 0, float('-inf')).sof
 # session 19 also tried skipping the key tiles such a mask fills whole (the mask first, then `if` some score
 # survives): the branch costs the loop its pipelining, 0.126 -> 0.176 ms at GPT-2 size (tril buffer), 0.153 ->
 # 0.226 with an 80% mask; it was dropped
-SKIP = [("default", {}), ("64x128 occ=2 (session 18)", {"attn_d64": (64, 128), "attn_d64_occupancy": 2})]
 
 
 def TRANSPOSED(x):
@@ -214,10 +213,10 @@ CASES += [
      _qkv(64, 12, 197, 64, HF), 4 * 64 * 12 * 197 * 197 * 64, SHORT[:2]),
     # GPT-2's attention by hand: masked_fill of a causal buffer; and a padding-style mask that empties no tile
     ("attention by hand causal GPT-2 8x12x1024x1024x64 bf16 (tril buffer)", _mod("", GPT2, "q, k, v, m"),
-     _qkv(8, 12, 1024, 64, BF)[:-1] + ", torch.ones(1, 1, 1024, 1024)]", 4 * 8 * 12 * 1024 * 1024 * 64, SKIP,
+     _qkv(8, 12, 1024, 64, BF)[:-1] + ", torch.ones(1, 1, 1024, 1024)]", 4 * 8 * 12 * 1024 * 1024 * 64, MEDIUM[:2],
      {1: TRANSPOSED, 2: TRIL}),
     ("attention by hand masked_fill 80% kept 32x12x512x512x64 fp16", _mod("", GPT2, "q, k, v, m"),
-     _qkv(32, 12, 512, 64, HF)[:-1] + ", torch.ones(32, 1, 512, 512)]", 4 * 32 * 12 * 512 * 512 * 64, SKIP,
+     _qkv(32, 12, 512, 64, HF)[:-1] + ", torch.ones(32, 1, 512, 512)]", 4 * 32 * 12 * 512 * 512 * 64, MEDIUM[:2],
      {1: TRANSPOSED, 2: KEEP_80}),
     ("sdpa CLIP text 128x8x77x77x64 fp16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(128, 8, 77, 64, HF),
      4 * 128 * 8 * 77 * 77 * 64, SHORT),
