@@ -34,6 +34,11 @@ CASES = [
      "[torch.randn(8192, 8192, dtype=torch.bfloat16), torch.randn(8192, 8192, dtype=torch.bfloat16)]", "mem", None),
     ("elementwise", "bias+relu bcast fp16", "def forward(self, x, b):\n        return torch.relu(x + b)",
      "[torch.randn(64, 256, 64, 64).half(), torch.randn(256, 1, 1).half()]", "mem", None),
+    # rotary embeddings, Llama-2-7B's q (fusion rule R9: one kernel reading q rotated; bench/rotary.py has more sizes)
+    ("elementwise", "rotary q*cos+rotate_half(q)*sin 4x32x2048x128 bf16",
+     "def forward(self, q, cos, sin):\n        return q * cos + torch.cat((-q[..., 64:], q[..., :64]), dim=-1) * sin",
+     "[torch.randn(4, 32, 2048, 128, dtype=torch.bfloat16), torch.randn(1, 1, 2048, 128, dtype=torch.bfloat16), "
+     "torch.randn(1, 1, 2048, 128, dtype=torch.bfloat16)]", "mem", None),
     ("softmax", "softmax rows 8192x8192 fp32", "def forward(self, x):\n        return torch.softmax(x, -1)",
      "[torch.randn(8192, 8192)]", "mem", None),
     ("softmax", "softmax rows 16384x1000 bf16", "def forward(self, x):\n        return torch.softmax(x, -1)",

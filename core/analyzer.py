@@ -63,7 +63,7 @@ class _Builder:
         ops: list[str] = []
         for name in group.nodes:
             node = self.nodes[name]
-            if node.target == "getitem":
+            if node.target == "getitem" or self.plan.info[name].is_glue:  # R9's slices and cat name nothing
                 continue
             op = base_op(node.op).lstrip("_")
             if not ops or ops[-1] != op:
@@ -240,6 +240,9 @@ class _Builder:
         if "R7" in group.rules:
             notes.append("The row statistic is broadcast back over the rows it reduces: keep each row in registers, "
                          "read it once and write the elementwise result once.")
+        if "R9" in group.rules:
+            notes.append("rotate_half(x) = cat(-x[..., H:], x[..., :H]) is a rotated read of x inside the kernel: "
+                         "neither the halves nor the concatenation are written.")
         if "R2" in group.rules and len(outputs) > 1:
             extra = [o.name for o in outputs[:-1]]
             notes.append(f"Also writes {', '.join(extra)}: the pre-norm value is used again later (residual stream).")

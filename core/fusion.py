@@ -32,6 +32,11 @@ R8 attention  A matmul of the single-use result of a last-dim softmax (alone in 
               baddbmm with beta=0, and its elementwise epilogue: scale, masked_fill, additive mask) joins both:
               attention written by hand is one flash-attention kernel (the library's family "attention"), never
               materializing the scores.
+R9 rotate_half
+              Rotary embeddings' rotate_half(x) = cat((-x[..., H:], x[..., :H]), -1) over a last dim of 2H
+              (rotate_half.py) is one elementwise value: the two slices and the cat join the kernel of the
+              negation (each of the four results single-use), so R1/R3 take it into x * cos + rotate_half(x) * sin
+              and the kernel reads x rotated instead of the halves and the concatenation passing through memory.
 Anchors never merge with each other (apart from R6 and R8), so each kernel has at most one parallelisation
 strategy.
 """
@@ -41,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .catalog import ALIAS_OPS, OpInfo, base_op, lookup
+from . import rotate_half
 from .einsum_forms import A_B, A_BT, attention_matmul_form
 from .opgraph import OpGraph, OpNode, node_refs
 
@@ -109,7 +115,7 @@ class _Fuser:
         if node.target == "getitem":
             src = node_refs(node)[0]
             return self.producer(src)
-        return None if self.info[value].is_glue else value
+        return None if self.info[value].is_glue and value not in self.group_of else value
 
     def use_count(self, value: str) -> int:
         value = self.resolve(value)
@@ -204,6 +210,8 @@ class _Fuser:
                     group.nodes.append(node.name)
                     self.group_of[node.name] = group.gid
                     continue
+            if info.is_glue and base_op(node.op) == "cat" and self._fuse_rotate_half(node, glue):
+                continue
             if info.is_glue:
                 glue.append(node.name)
                 continue
@@ -272,6 +280,31 @@ class _Fuser:
                 continue
             if self.can_merge(pg, gid):
                 self.merge(gid, pg, "R3")
+
+    def _fuse_rotate_half(self, node: OpNode, glue: list[str]) -> bool:
+        """R9: rotate_half(x) (rotate_half.py) joins the kernel of its negation, which then yields the whole
+        rotated tensor; the two halves leave the glue. Each of the four results must have no other use."""
+        m = rotate_half.match(node.name, node.args, self._rotate_value)
+        if m is None or node.meta is None or any(self.use_count(v) != 1 for v in (m.neg, m.lo, m.hi)):
+            return False
+        gid = self.group_of.get(m.neg)
+        if gid is None or self.groups[gid].nodes != [m.neg] or not {m.lo, m.hi} <= set(glue):
+            return False
+        for name in (m.lo, m.hi):
+            glue.remove(name)
+        group = self.groups[gid]
+        group.nodes = sorted(group.nodes + [m.lo, m.hi, node.name], key=self.order.__getitem__)
+        for name in (m.lo, m.hi, node.name):
+            self.group_of[name] = gid
+        group.add_rule("R9")
+        return True
+
+    def _rotate_value(self, name: str) -> rotate_half.Value | None:
+        node = self.nodes.get(name)
+        meta = self._meta(name)
+        if meta is None:
+            return None
+        return rotate_half.Value(base_op(node.op) if node else "", node.args if node else [], list(meta.shape))
 
     def _fuse_broadcast_back(self, node: OpNode, gid: int) -> int:
         """R7: join the kernel of a row statistic that `node` broadcasts back over the rows it reduced."""

@@ -373,3 +373,42 @@ def test_batched_matmul_forms(equation, form):
     from tilestudio.core.einsum_forms import batched_matmul_form
 
     assert batched_matmul_form(equation) == form
+
+
+ROTATE_HALF = """
+    def rotate_half(x):
+        x1 = x[..., : x.shape[-1] // 2]
+        x2 = x[..., x.shape[-1] // 2 :]
+        return torch.cat((-x2, x1), dim=-1)
+"""
+
+
+@pytest.mark.parametrize("rotate", [
+    "rotate_half(q)",
+    "torch.cat((-q[..., 16:], q[..., :16]), dim=3)",  # the cat's dim as a positive number
+])
+def test_r9_rotary_embedding_is_one_elementwise_kernel(decompose, rotate):
+    dec = decompose(ROTATE_HALF + f"""
+    class Model(nn.Module):
+        def forward(self, q, cos, sin):
+            return q * cos + {rotate} * sin
+    """, inputs="[torch.randn(2, 3, 8, 32), torch.randn(1, 1, 8, 32), torch.randn(1, 1, 8, 32)]")
+    (kernel,) = dec.kernels
+    assert kernel.family == "elementwise" and "R9" in kernel.fusion_rules
+    assert [t.name for t in kernel.inputs] == ["q", "cos", "sin"]  # q itself, not its halves
+    assert sorted(kernel.operations) == ["add", "cat", "mul", "mul", "neg", "slice", "slice"]
+
+
+@pytest.mark.parametrize("rotate", [
+    "torch.cat((-q[..., 16:], q[..., :16]), dim=2)",  # along another dim
+    "torch.cat((q[..., 16:], q[..., :16]), dim=-1)",  # no negation: a plain roll
+    "torch.cat((-q[..., 8:16], q[..., :8]), dim=-1)",  # halves of a part of q
+    "torch.cat((-q[..., 16:], (h := q[..., :16])), dim=-1) * h.sum()",  # a half read again
+])
+def test_r9_leaves_what_is_not_rotate_half(decompose, rotate):
+    dec = decompose(f"""
+    class Model(nn.Module):
+        def forward(self, q):
+            return {rotate}
+    """, inputs="[torch.randn(2, 3, 32, 32)]")
+    assert all("R9" not in k.fusion_rules for k in dec.kernels)

@@ -8,7 +8,10 @@ operand is one of
   - full:   same elements as the iteration space → a contiguous `ct.load` of the tile (vectorised, TMA-able);
   - single: one element (a 0-d tensor, (1, 1, 1) ...) → loaded once and broadcast;
   - bcast:  anything else → `ct.gather` at indices computed from the flat offsets (an integer div/mod by
-            compile-time constants per collapsed dim; these inputs are small or re-read from L2).
+            compile-time constants per collapsed dim; these inputs are small or re-read from L2), except an
+            operand broadcast over leading dims only whose trailing part is a whole number of blocks (rotary
+            cos/sin over batch and heads): block b loads its tile b mod that number whole, like a full operand.
+rotate_half(x) (fusion rule R9) is a rotated read of x, built in registers or gathered (elementwise_rotate.py).
 Outputs are usually full (`ct.store`); an output smaller than the iteration space (a fused intermediate with
 fewer dims) is written with `ct.scatter` from the lanes whose broadcast coordinates are all zero.
 
@@ -26,7 +29,8 @@ from __future__ import annotations
 import math
 import re
 
-from ..specs import KernelSpec, TensorSpec
+from ..specs import KernelSpec, OpRecord, TensorSpec
+from . import elementwise_rotate
 from .base import ITEMSIZE, KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, emit_elementwise
 from .gemm_common import kernel_decorator
@@ -91,6 +95,17 @@ class Operand:
             return "single"
         return "bcast"
 
+    def lead_tiles(self, cshape: list[int], block: int) -> int | None:
+        """For an operand broadcast over leading collapsed dims only, whose trailing (full) part holds a whole
+        number of blocks: that number (block b of the iteration space reads the operand's tile b mod it)."""
+        if self.kind() != "bcast" or not MEMORY_TUNING["elementwise_lead_broadcast_load"]:
+            return None
+        first = self.pattern.index(True)
+        if not all(self.pattern[first:]):
+            return None
+        trailing = math.prod(cshape[first:])
+        return trailing // block if trailing % block == 0 else None
+
 
 def collapse(iter_shape: list[int], operands: list[Operand]) -> list[int]:
     """Drop size-1 dims and merge neighbours on which all operands agree; sets each operand's pattern."""
@@ -136,17 +151,17 @@ def zero_coords_mask(pattern: list[bool], shape: list[int], offs: str = "offs") 
     return " & ".join(conds) if conds else "True"
 
 
-def _check_ops(spec: KernelSpec) -> None:
-    for rec in spec.ops:
+def _check_ops(ops: list[OpRecord]) -> None:
+    for rec in ops:
         if not rec.category.startswith("elementwise"):
             raise Unsupported(f"{rec.target}: not an elementwise op (the elementwise family only fuses "
                               f"elementwise ops)")
 
 
-def _iteration_shape(spec: KernelSpec, tensors: list[TensorSpec]) -> list[int]:
+def _iteration_shape(spec: KernelSpec, ops: list[OpRecord], tensors: list[TensorSpec]) -> list[int]:
     import torch
 
-    shapes = [t.shape for t in tensors] + [t.shape for t in spec.outputs] + [r.output for r in spec.ops if r.output]
+    shapes = [t.shape for t in tensors] + [t.shape for t in spec.outputs] + [r.output for r in ops if r.output]
     try:
         return [int(d) for d in torch.broadcast_shapes(*[torch.Size(s) for s in shapes])]
     except RuntimeError as exc:
@@ -154,7 +169,8 @@ def _iteration_shape(spec: KernelSpec, tensors: list[TensorSpec]) -> list[int]:
 
 
 def generate(spec: KernelSpec) -> KernelSource:
-    _check_ops(spec)
+    rotate_halves, ops = elementwise_rotate.split(spec)
+    _check_ops(ops)
     kid = spec.id
     tensors = [t for t in spec.inputs if t.role != "scalar"]
     scalars = [t for t in spec.inputs if t.role == "scalar"]
@@ -166,7 +182,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     for t in scalars:
         if not isinstance(t.value, (int, float, bool)):
             raise Unsupported(f"scalar input {t.name}={t.value!r} is not a number")
-    iter_shape = _iteration_shape(spec, tensors)
+    iter_shape = _iteration_shape(spec, ops, tensors)
     numel = math.prod(iter_shape)
     if numel > INDEX_LIMIT:
         raise Unsupported(f"{numel} elements: more than int32 flat offsets address")
@@ -179,6 +195,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     itemsize = max(ITEMSIZE.get(t.dtype, 4) for t in tensors + spec.outputs)
     block = block_size(numel, len(ins) + len(outs), itemsize)
     grid = -(-numel // block)
+    rotations = elementwise_rotate.plan(
+        rotate_halves, lambda v: next(op for t, op in zip(tensors, ins) if (t.graph_value or t.name) == v).kind()
+        == "full", block)
 
     # ---- kernel body ----
     by_value = {t.graph_value or t.name: op for t, op in zip(tensors, ins)}
@@ -192,8 +211,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     load_hint = str(MEMORY_TUNING["elementwise_load_hint"])
     store_hint = str(MEMORY_TUNING["elementwise_store_hint"])
     body: list[str] = ["    pid = ct.bid(0)"]
-    need_offs = any(op.kind() == "bcast" for op in ins) or any(op.kind() != "full" for op in outs)
-    needs_index = any(r.op.rstrip("_") in ("tril", "triu") for r in spec.ops)
+    need_offs = (any(op.kind() == "bcast" and not op.lead_tiles(cshape, block) for op in ins) or any(op.kind() != "full" for op in outs)
+                 or not all(r.shuffle for r in rotations))
+    needs_index = any(r.op.rstrip("_") in ("tril", "triu") for r in ops)
     if need_offs or needs_index:
         body.append("    offs = pid * BLOCK + ct.arange(BLOCK, dtype=ct.int32)")
     env: dict[str, str] = {}
@@ -201,7 +221,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         if len(iter_shape) < 2:
             raise Unsupported("tril/triu on fewer than 2 dims")
         w, h = iter_shape[-1], iter_shape[-2]
-        for r in spec.ops:
+        for r in ops:
             if r.op.rstrip("_") in ("tril", "triu") and list(r.output) != iter_shape:
                 raise Unsupported(f"{r.target}: output {r.output} differs from the iteration space {iter_shape}")
         body.append(f"    col_idx = offs % {w}")
@@ -241,11 +261,22 @@ def generate(spec: KernelSpec) -> KernelSource:
                              f"padding_mode=ct.PaddingMode.ZERO){cast}")
             elif kind == "single":
                 lines.append(f"{ind}{var} = ct.broadcast_to(ct.load({arr}, index=(0,), shape=(1,)){cast}, (BLOCK,))")
+            elif op.lead_tiles(cshape, block):
+                lines.append(f"{ind}{var} = ct.load({arr}, index=(pid % {op.lead_tiles(cshape, block)},), "
+                             f"shape=(BLOCK,), check_bounds=False{load_hint}){cast}")
             else:
                 lines.append(f"{ind}{var} = ct.gather({arr}, {index_var(op.pattern)}){cast}")
             return var
 
-        out_env = emit_elementwise(list(spec.ops), dict(env), load_side, lines, ind, shapes=shapes)
+        local_env = dict(env)
+        for i, rot in enumerate(rotations):
+            x = by_value[rot.m.x]
+            local_env[rot.m.x] = x_var = local_env.get(rot.m.x) or load_side(rot.m.x)
+            cast = "" if x.spec.dtype == "float32" else ".astype(ct.float32)"
+            local_env[rot.m.cat] = elementwise_rotate.emit(
+                rot, i, x_var, params[x.spec.name], cast, block,
+                lambda offs, x=x: offs if x.kind() == "full" else index_expr(x.pattern, cshape, offs), lines, ind)
+        out_env = emit_elementwise(ops, local_env, load_side, lines, ind, shapes=shapes)
         for i, (t, op) in enumerate(zip(spec.outputs, outs)):
             value = t.graph_value or t.name
             if value not in out_env:

@@ -36,6 +36,10 @@ MEMORY_TUNING: dict[str, Any] = {
     # (e.g. ", latency=10", ", allow_tma=True"). H200, x+y bf16 64M, device time, same run (eager 0.094 ms): default
     # 0.096 ms (1.01 of a same-size copy), store allow_tma 0.096, load latency 10 0.096, block 2048 0.095, 8192
     # 0.096; a persistent grid walking the tiles (measured, removed) 4/8/16 blocks per SM 0.105/0.104/0.100
+    # elementwise: an operand broadcast only over leading dims (cos/sin of rotary embeddings over batch and heads, a
+    # position embedding over the batch) whose trailing part is a whole number of blocks loads its tile whole at
+    # block index pid mod (that number), like a full operand, instead of gathering element by element
+    "elementwise_lead_broadcast_load": True,
     "elementwise_occupancy": None,
     "elementwise_load_hint": "",
     "elementwise_store_hint": "",

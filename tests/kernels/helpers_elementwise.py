@@ -108,6 +108,22 @@ class Model(nn.Module):
     def forward(self, x, y):
         return torch.tanh(x * 0.3) * y + torch.exp(-x * x)
 '''
+LEADING_BROADCAST = '''
+class Model(nn.Module):
+    def forward(self, x, p):
+        return x * torch.sigmoid(p) + p
+'''
+ROTARY = '''
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Model(nn.Module):
+    def forward(self, q, cos, sin):
+        return q * cos + rotate_half(q) * sin
+'''
 HALF_MODULE = '''
 class Inner(nn.Module):
     def __init__(self):

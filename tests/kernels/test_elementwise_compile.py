@@ -8,8 +8,8 @@ from corpus import corpus_files
 from .cutile_emulator import check_emulated
 from .helpers import compile_spec, decompose_source
 from .helpers_elementwise import (ACTIVATIONS_A, ACTIVATIONS_B, BROADCAST_NCHW, CHAIN_1D, CLAMP_TENSOR, COMPARE,
-                                  HALF_MODULE, INT_MASK, MASKED_FILL, MATH, OUTER, ROW_COL, SCALARS, TRIL, WHERE,
-                                  elementwise_specs, multi_output_spec,
+                                  HALF_MODULE, INT_MASK, LEADING_BROADCAST, MASKED_FILL, MATH, OUTER, ROTARY,
+                                  ROW_COL, SCALARS, TRIL, WHERE, elementwise_specs, multi_output_spec,
                                   scalar_input_spec)
 
 ARCHES = ("sm_90", "sm_100")
@@ -57,6 +57,15 @@ SNIPPETS = {
     "half_module": (HALF_MODULE.format(n=200, cast="half"), f"[{_r((3, 5, 200), 'float16')}]"),
     "bf16_module": (HALF_MODULE.format(n=200, cast="bfloat16"), f"[{_r((3, 5, 200), 'bfloat16')}]"),
     "large_4d_fp16": (BROADCAST_NCHW.format(c=64, dtype="float16"), f"[{_r((8, 64, 56, 56), 'float16')}]"),
+    # broadcast over the leading dim only, its trailing part a whole number of blocks: whole-tile loads
+    "leading_broadcast": (LEADING_BROADCAST, f"[{_r((4, 8, 64))}, {_r((1, 8, 64))}]"),
+    # R9: rotate_half built from the x tile in registers (head dim 64), gathered (head dim 80: halves of 40), and
+    # gathered from an x broadcast over the iteration space
+    "rotary_shuffle": (ROTARY, f"[{_r((2, 4, 40, 64))}, {_r((1, 1, 40, 64))}, {_r((1, 1, 40, 64))}]"),
+    "rotary_gather_fp16": (ROTARY, f"[{_r((2, 3, 17, 80), 'float16')}, {_r((1, 1, 17, 80), 'float16')}, "
+                                   f"{_r((1, 1, 17, 80), 'float16')}]"),
+    "rotary_broadcast_x_bf16": (ROTARY, f"[{_r((1, 1, 9, 32), 'bfloat16')}, {_r((2, 3, 9, 32), 'bfloat16')}, "
+                                        f"{_r((2, 3, 9, 32), 'bfloat16')}]"),
 }
 
 
@@ -72,6 +81,29 @@ def test_snippet_compiles_and_computes(name):
         source = compile_spec(spec, ARCHES)
         assert not source.skeleton
         assert_emulated(spec, source)
+
+
+@pytest.mark.parametrize("name,way", [("rotary_shuffle", "ct.extract("), ("rotary_gather_fp16", "rot_0_offs"),
+                                      ("rotary_broadcast_x_bf16", "rot_0_offs")])
+def test_rotate_half_is_read_rotated_in_one_kernel(name, way):
+    """R9 makes x * cos + rotate_half(x) * sin one kernel that reads x rotated (its halves and their concatenation
+    never pass through memory): a register shuffle where the halves are powers of two and x is read whole, a gather
+    at rotated offsets elsewhere."""
+    from tilestudio.core.kernels import generate_kernel
+
+    body, inputs = SNIPPETS[name]
+    decomposition = decompose_source(body, inputs)
+    assert [k.fusion_rules for k in decomposition.kernels] == [["R1", "R3", "R9"]]
+    assert way in generate_kernel(decomposition.kernels[0]).code
+
+
+def test_leading_broadcast_operand_loads_whole_tiles():
+    """(1, 8, 64) over (4, 8, 64): 512-element blocks, the operand one tile, read whole (not gathered)."""
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = elementwise_specs(decompose_source(*SNIPPETS["leading_broadcast"]))[0]
+    code = generate_kernel(spec).code
+    assert "ct.load(in_p, index=(pid % 1,)" in code and "ct.gather" not in code
 
 
 def test_multi_output_and_smaller_output():

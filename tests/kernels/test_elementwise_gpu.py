@@ -7,8 +7,8 @@ import pytest
 
 from .helpers import case_ids, decompose_source
 from .helpers_elementwise import (ACTIVATIONS_A, ACTIVATIONS_B, BROADCAST_NCHW, CHAIN_1D, CLAMP_TENSOR, COMPARE,
-                                  HALF_MODULE, INT_MASK, MASKED_FILL, MATH, OUTER, ROW_COL, SCALARS, TRIL, WHERE,
-                                  elementwise_specs, multi_output_spec,
+                                  HALF_MODULE, INT_MASK, LEADING_BROADCAST, MASKED_FILL, MATH, OUTER, ROTARY,
+                                  ROW_COL, SCALARS, TRIL, WHERE, elementwise_specs, multi_output_spec,
                                   scalar_input_spec)
 
 pytestmark = pytest.mark.gpu
@@ -53,6 +53,14 @@ VARIANTS = {
     "int_ids_mask": (lambda s, d: INT_MASK, lambda s, d: f"[torch.randint(0, 5, {tuple(s)!r}), {_r(s, d)}]",
                      [(3, 21), (1000003,), (64, 2048)]),
     "tril_triu": (lambda s, d: TRIL, _one, [(3, 19, 23), (1, 1000, 1003), (8, 256, 256)]),
+    # broadcast over the leading dim: whole-tile loads where its trailing part holds whole blocks (first and last
+    # shapes), gathers elsewhere
+    "leading_broadcast": (lambda s, d: LEADING_BROADCAST, lambda s, d: f"[{_r(s, d)}, {_r((1,) + s[1:], d)}]",
+                          [(8, 64, 1024), (3, 7, 1001), (16, 512, 4096)]),
+    # R9: q * cos + rotate_half(q) * sin, cos/sin over (seq, head dim); head dims 64 / 128 take the register
+    # shuffle, 80 and 96 the gather at rotated offsets
+    "rotary": (lambda s, d: ROTARY, lambda s, d: f"[{_r(s, d)}, {_r((1, 1) + s[2:], d)}, {_r((1, 1) + s[2:], d)}]",
+               [(2, 8, 40, 64), (3, 5, 17, 80), (4, 32, 512, 128), (2, 12, 333, 96)]),
 }
 
 CASES = [(name, shape, dtype) for name, (_, _, shapes) in VARIANTS.items() for shape in shapes for dtype in DTYPES]
