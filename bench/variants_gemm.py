@@ -35,6 +35,18 @@ SDPA = "F.scaled_dot_product_attention"
 # likely]); the first variant is the default table
 X = True
 OLD8 = {"mm_large_min_elems": 1 << 62}  # no problem takes the large tile: 128x128x64 at occupancy 2
+# head dim 128 past 256 keys (attention.tiling's last rule)
+D128_LONG = [("default", {}),
+    # 8 worker warps at one block per SM: 128x128 and 128x64 tiles compile spill-free (R168; session 8)
+    # session 9 default: 128x128 on 8 worker warps at occupancy 1 (session 8's default: 64x128 occ=2)
+    ("128x64 8 warps occ=1", {"attn_d128": (128, 64), "attn_worker_warps_min_elems": 128 * 64}),
+    ("128x64 occ=1", {"attn_d128": (128, 64), "attn_occupancy": 1}),
+    ("64x64 occ=2", {"attn_d128": (64, 64)}),
+    ("64x128 occ=2", {"attn_d128": (64, 128)}),
+    ("64x64 occ=3", {"attn_d128": (64, 64), "attn_occupancy": 3}),
+    ("128x128 occ=2", {"attn_worker_warps": None}, X),
+    ("128x128 occ=1", {"attn_worker_warps": None, "attn_occupancy": 1}, X)]
+
 CASES = [
     ("mm 8192^3 bf16", _mod("", "a @ b", "a, b"),
      f"[torch.randn(8192, 8192, dtype={BF}), torch.randn(8192, 8192, dtype={BF})]", 2 * 8192 ** 3,
@@ -130,16 +142,7 @@ CASES = [
      f"torch.randn(8, 16, 2048, 128, dtype={BF})]", 4 * 8 * 16 * 2048 * 2048 * 128,
      # sm_90 SASS (bench/sass_widths.py --set attn_d128=... --set attn_occupancy=...): the default spills 9
      # registers per thread; 128x64 at occupancy 1 and the 64-query tiles do not, 128x128 spills 150-300
-     [("default", {}),
-      # 8 worker warps at one block per SM: 128x128 and 128x64 tiles compile spill-free (R168; session 8)
-      # session 9 default: 128x128 on 8 worker warps at occupancy 1 (session 8's default: 64x128 occ=2)
-      ("128x64 8 warps occ=1", {"attn_d128": (128, 64), "attn_worker_warps_min_elems": 128 * 64}),
-      ("128x64 occ=1", {"attn_d128": (128, 64), "attn_occupancy": 1}),
-      ("64x64 occ=2", {"attn_d128": (64, 64)}),
-      ("64x128 occ=2", {"attn_d128": (64, 128)}),
-      ("64x64 occ=3", {"attn_d128": (64, 64), "attn_occupancy": 3}),
-      ("128x128 occ=2", {"attn_worker_warps": None}, X),
-      ("128x128 occ=1", {"attn_worker_warps": None, "attn_occupancy": 1}, X)]),
+     D128_LONG),
     ("sdpa causal 8x16x2048x2048x64 fp16", _mod("", f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
      f"[torch.randn(8, 16, 2048, 64, dtype={HF}), torch.randn(8, 16, 2048, 64, dtype={HF}), "
      f"torch.randn(8, 16, 2048, 64, dtype={HF})]", 2 * 8 * 16 * 2048 * 2048 * 64,
@@ -176,6 +179,8 @@ D128 = [("default", {}),
         ("64x64 occ=3", {"attn_short_d128": (64, 64, 3)}),
         ("128x64 occ=2", {"attn_short_d128": (128, 64, 2)})]
 BY_HAND = "torch.softmax(q @ k.transpose(-2, -1) * 0.125, -1) @ v"
+HF_ADD = ("torch.matmul(F.softmax(torch.matmul(q, k.transpose(2, 3)) * 0.08838834764831845 + m, dim=-1, "
+          "dtype=torch.float32).to(q.dtype), v)")
 GPT2 = "(q @ k.transpose(-2, -1) * 0.125).masked_fill(m == 0, float('-inf')).softmax(-1) @ v"
 # session 19 also tried skipping the key tiles such a mask fills whole (the mask first, then `if` some score
 # survives): the branch costs the loop its pipelining, 0.126 -> 0.176 ms at GPT-2 size (tril buffer), 0.153 ->
@@ -190,6 +195,11 @@ def TRANSPOSED(x):
 def TRIL(x):
     """A causal 0/1 mask of x's shape (GPT-2's tril buffer)."""
     return torch.tril(torch.ones_like(x))
+
+
+def CAUSAL_MIN(x):
+    """Hugging Face's additive causal buffer of x's shape: 0 on and below the diagonal, finfo.min above."""
+    return torch.full_like(x, torch.finfo(x.dtype).min).triu(1)
 
 
 def KEEP_80(x):
@@ -236,6 +246,13 @@ CASES += [
      4 * 32 * 16 * 256 * 256 * 128, D128),
     ("sdpa 32x16x197x197x128 fp16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(32, 16, 197, 128, HF),
      4 * 32 * 16 * 197 * 197 * 128, D128),
+    # Llama-style attention at head dim 128 (bench/models/llama_attention_rope_bf16.py): Hugging Face's additive
+    # causal buffer and float32 softmax, then the same without a mask
+    ("attention by hand HF causal buffer 4x16x1024x1024x128 bf16", _mod("", HF_ADD, "q, k, v, m"),
+     _qkv(4, 16, 1024, 128, BF)[:-1] + f", torch.ones(1, 1, 1024, 1024, dtype={BF})]", 4 * 4 * 16 * 1024 * 1024 * 128,
+     D128_LONG, {1: TRANSPOSED, 3: CAUSAL_MIN}),
+    ("attention by hand 4x16x1024x1024x128 bf16", _mod("", BY_HAND, "q, k, v"), _qkv(4, 16, 1024, 128, BF),
+     4 * 4 * 16 * 1024 * 1024 * 128, D128_LONG, {1: TRANSPOSED}),
 ]
 
 
@@ -315,7 +332,7 @@ def aot_case(label, model, inputs, variants) -> list[list[str]]:
 
 def run_case(label, model, inputs, flop, variants, reps, shaped=None) -> list[list[str]]:
     from tilestudio.core.kernels.aot import load_source
-    from tilestudio.core.kernels.checking import PoisonedTorch, launch_args, make_inputs
+    from tilestudio.core.kernels.checking import PoisonedTorch, launch_args, make_inputs, reference_float64
 
     spec = case_spec(model, inputs)
     shaped = shaped or {}
@@ -324,8 +341,7 @@ def run_case(label, model, inputs, flop, variants, reps, shaped=None) -> list[li
     ref_ns = {"torch": torch, "math": math}
     exec(compile(spec.reference, spec.reference_name, "exec"), ref_ns)  # noqa: S102
     ref = ref_ns[spec.reference_name]
-    expected = ref(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in ins[0]])
-    expected = expected[0] if isinstance(expected, tuple) else expected
+    expected = reference_float64(spec, ins[0])[0]
     torch_ms = median_ms(ref, ins, reps)
     rows = []
     for name, overrides in variants:

@@ -18,6 +18,7 @@ from typing import Callable
 from ..rotate_half import RotateHalf, Value, match
 from ..specs import KernelSpec, OpRecord
 from .base import Unsupported
+from .indexing import MEMORY_TUNING
 
 
 @dataclass(frozen=True)
@@ -82,4 +83,6 @@ def emit(rot: Rotation, index: int, x_var: str, x_arr: str, x_cast: str, block: 
 
 def plan(found: list[RotateHalf], x_full: Callable[[str], bool], block: int) -> list[Rotation]:
     """Shuffle where x is a full operand, H a power of two and BLOCK a multiple of 2H; gather elsewhere."""
-    return [Rotation(m, x_full(m.x) and m.half & (m.half - 1) == 0 and block % (2 * m.half) == 0) for m in found]
+    shuffle = MEMORY_TUNING["elementwise_rotate_shuffle"]
+    return [Rotation(m, shuffle and x_full(m.x) and m.half & (m.half - 1) == 0 and block % (2 * m.half) == 0)
+            for m in found]

@@ -40,6 +40,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # position embedding over the batch) whose trailing part is a whole number of blocks loads its tile whole at
     # block index pid mod (that number), like a full operand, instead of gathering element by element
     "elementwise_lead_broadcast_load": True,
+    # elementwise: rotate_half(x) (fusion rule R9) built from the x tile in registers where its halves are powers of
+    # two (False: always gathered at rotated offsets; core/kernels/elementwise_rotate.py)
+    "elementwise_rotate_shuffle": True,
     "elementwise_occupancy": None,
     "elementwise_load_hint": "",
     "elementwise_store_hint": "",
