@@ -187,6 +187,10 @@ GPT2 = "(q @ k.transpose(-2, -1) * 0.125).masked_fill(m == 0, float('-inf')).sof
 # 0.226 with an 80% mask; it was dropped
 
 
+# session 20: a score side input with 16-byte rows loads as a tile per key step; before, gathered lane by lane
+GATHERED_SIDES = ("gathered side inputs (session 19)", {"attn_side_tile_loads": False})
+
+
 def TRANSPOSED(x):
     """The transpose (last two dims) of a contiguous tensor: x's values with the strides of k.transpose(-2, -1)."""
     return x.transpose(-2, -1).contiguous().transpose(-2, -1)
@@ -223,11 +227,11 @@ CASES += [
      _qkv(64, 12, 197, 64, HF), 4 * 64 * 12 * 197 * 197 * 64, SHORT[:2]),
     # GPT-2's attention by hand: masked_fill of a causal buffer; and a padding-style mask that empties no tile
     ("attention by hand causal GPT-2 8x12x1024x1024x64 bf16 (tril buffer)", _mod("", GPT2, "q, k, v, m"),
-     _qkv(8, 12, 1024, 64, BF)[:-1] + ", torch.ones(1, 1, 1024, 1024)]", 4 * 8 * 12 * 1024 * 1024 * 64, MEDIUM[:2],
-     {1: TRANSPOSED, 2: TRIL}),
+     _qkv(8, 12, 1024, 64, BF)[:-1] + ", torch.ones(1, 1, 1024, 1024)]", 4 * 8 * 12 * 1024 * 1024 * 64,
+     MEDIUM[:2] + [GATHERED_SIDES], {1: TRANSPOSED, 2: TRIL}),
     ("attention by hand masked_fill 80% kept 32x12x512x512x64 fp16", _mod("", GPT2, "q, k, v, m"),
-     _qkv(32, 12, 512, 64, HF)[:-1] + ", torch.ones(32, 1, 512, 512)]", 4 * 32 * 12 * 512 * 512 * 64, MEDIUM[:2],
-     {1: TRANSPOSED, 2: KEEP_80}),
+     _qkv(32, 12, 512, 64, HF)[:-1] + ", torch.ones(32, 1, 512, 512)]", 4 * 32 * 12 * 512 * 512 * 64,
+     MEDIUM[:2] + [GATHERED_SIDES], {1: TRANSPOSED, 2: KEEP_80}),
     ("sdpa CLIP text 128x8x77x77x64 fp16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(128, 8, 77, 64, HF),
      4 * 128 * 8 * 77 * 77 * 64, SHORT),
     ("sdpa causal 64x12x256x256x64 fp16", _mod("", f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
@@ -250,9 +254,11 @@ CASES += [
     # causal buffer and float32 softmax, then the same without a mask
     ("attention by hand HF causal buffer 4x16x1024x1024x128 bf16", _mod("", HF_ADD, "q, k, v, m"),
      _qkv(4, 16, 1024, 128, BF)[:-1] + f", torch.ones(1, 1, 1024, 1024, dtype={BF})]", 4 * 4 * 16 * 1024 * 1024 * 128,
-     D128_LONG, {1: TRANSPOSED, 3: CAUSAL_MIN}),
+     D128_LONG + [GATHERED_SIDES], {1: TRANSPOSED, 3: CAUSAL_MIN}),
     ("attention by hand 4x16x1024x1024x128 bf16", _mod("", BY_HAND, "q, k, v"), _qkv(4, 16, 1024, 128, BF),
      4 * 4 * 16 * 1024 * 1024 * 128, D128_LONG, {1: TRANSPOSED}),
+    ("sdpa 4x16x1024x1024x128 bf16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(4, 16, 1024, 128, BF),
+     4 * 4 * 16 * 1024 * 1024 * 128, D128_LONG),
 ]
 
 

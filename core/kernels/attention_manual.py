@@ -18,11 +18,11 @@ from ..einsum_forms import A_B, A_BT, attention_matmul_form
 from ..fusion import SOFTMAX_CASTS
 from ..specs import KernelSpec
 from .attention import LOG2E, _as4d, launcher, tiling
-from .base import KernelSource, Unsupported, pow2_at_least
+from .base import ITEMSIZE, KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args
-from .gemm_common import kernel_decorator
+from .gemm_common import TILES, kernel_decorator
 from .indexing import (SideLoader, array_param, elementwise, input_args, input_for, is_ref, module, out_param,
-                       output_vars)
+                       output_vars, tup)
 
 I = "    "
 
@@ -54,6 +54,47 @@ def _matmul_args(rec) -> tuple[object, object, str | None, float]:
     if form and rec.op == "einsum" and len(a.get("tensors") or []) == 2:
         return a["tensors"][0], a["tensors"][1], form, 1.0
     raise Unsupported(f"attention by hand: {rec.target} is not a matmul of two operands")
+
+
+class TileSides(SideLoader):
+    """SideLoader for the score epilogue: a side input whose last dim is the keys (16-byte rows) and whose other
+    dims are each broadcast or full loads as one (1 | BM, BN) tile at (query tile, key step) per step, broadcast to
+    (BM, BN); any other shape is gathered lane by lane as SideLoader does. The wrapper makes such inputs contiguous
+    (a sliced mask buffer is copied once per call), so their rows are the 16-byte-aligned S elements."""
+
+    def __init__(self, spec: KernelSpec, coords: list[str], tile_coords: list[str], scores: list[int],
+                 lines: list[str], indent: str, exclude: list[str]):
+        super().__init__(spec, coords, scores, "(BM, BN)", lines, indent, exclude=exclude)
+        self.tile_coords = tile_coords  # per score dim: the tile index (b, h, pid_m, j)
+        self.tiled: list[str] = []  # names of the inputs loaded as tiles
+
+    def tileable(self, t) -> bool:
+        shape, full = list(t.shape), self.full_shape
+        off = len(full) - len(shape)
+        return (bool(TILES["attn_side_tile_loads"]) and t.role != "scalar" and 0 < len(shape) and off >= 0
+                and shape[-1] == full[-1] and all(n in (1, full[i + off]) for i, n in enumerate(shape))
+                and full[-1] * ITEMSIZE.get(t.dtype, 4) % 16 == 0)
+
+    def __call__(self, value: str) -> str:
+        t = self.inputs.get(value)
+        if t is None or value in self.exclude or not self.tileable(t):
+            return super().__call__(value)
+        off = len(self.full_shape) - len(t.shape)
+        rank = len(self.full_shape)
+        index, shape = [], []
+        for i, n in enumerate(t.shape):
+            d = i + off
+            index.append("0" if n == 1 else self.tile_coords[d])
+            shape.append("1" if n == 1 or d < rank - 2 else ("BM" if d == rank - 2 else "BN"))
+        rows = shape[-2] if len(shape) > 1 else "1"
+        self.count += 1
+        var = f"sd_{t.name}_{self.count}"
+        self.lines.append(f"{self.indent}{var} = ct.broadcast_to(ct.reshape(ct.load({array_param(t)}, index={tup(index)}, "
+                          f"shape={tup(shape)}, padding_mode=ct.PaddingMode.ZERO), ({rows}, BN)).astype(ct.float32), "
+                          "(BM, BN))")
+        if t.name not in self.tiled:
+            self.tiled.append(t.name)
+        return var
 
 
 def generate_manual(spec: KernelSpec) -> KernelSource:
@@ -127,7 +168,8 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
         lines.append(f"{li}s = s * {alpha!r}")
     lines.append(f"{li}nn = j * BN + ct.arange(BN, dtype=ct.int32)[None, :]")
     coords = ["b", "h", "mm", "nn"] if rank == 4 else ["b", "mm", "nn"]
-    sides = SideLoader(spec, coords, scores, "(BM, BN)", lines, li, exclude=[q.graph_value, kt.graph_value])
+    tile_coords = ["b", "h", "pid_m", "j"] if rank == 4 else ["b", "pid_m", "j"]
+    sides = TileSides(spec, coords, tile_coords, scores, lines, li, exclude=[q.graph_value, kt.graph_value])
     env = elementwise(score_ops, {mm1.node: "s"}, sides, lines, li)
     st = env[sm.inputs[0]] if sm.inputs else None
     if st is None:
@@ -160,6 +202,8 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
         lines.append(f"{I}ct.store({out_param(o)}, index=(b, h, pid_m, 0), "
                      f"tile=ct.reshape(ct.broadcast_to({var}, (BM, DVP)), (1, 1, BM, DVP))"
                      f".astype({out_param(o)}.dtype))")
+    for name in sides.tiled:
+        views[name] = f"{views.get(name, name)}.contiguous()"
     w = launcher(spec, views, q.name, o4, (nmb, B * H), (BM, BN, DP, DVP), unit_stride=(kt.name,))
     return module(spec, ["\n".join(lines)], w, [f"{kid}_kernel"],
                   [f"attention by hand as flash attention: {BM} queries x {BN} keys per step, head dims padded to "

@@ -123,6 +123,10 @@ TILES: dict[str, Any] = {
     "attn_short_keys": 256,
     "attn_short_d64": (64, 64, 4),
     "attn_short_d128": (64, 128, 2),
+    # attention by hand (R8): a score side input (a mask buffer, an additive mask) whose last dim is the keys, with
+    # 16-byte rows, and every dim either broadcast or full, loads as a (1 | BM, BN) tile per key step instead of a
+    # gather of the (BM, BN) lanes (core/kernels/attention_manual.py)
+    "attn_side_tile_loads": True,
     # num_worker_warps of fp16/bf16 attention tiles of at least attn_worker_warps_min_elems (BM x BN) scores
     "attn_worker_warps": 8,
     "attn_worker_warps_min_elems": 128 * 128,

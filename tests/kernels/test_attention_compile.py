@@ -75,6 +75,18 @@ CASES = {
                                           "dtype=q.dtype, device=q.device), q, k.transpose(-1, -2), beta=0, "
                                           "alpha=0.125).softmax(dim=-1), v)", "q, k, v"),
                                   f"[{qkv(4, 0, 50, 70, 24, dtype='.to(torch.bfloat16)')}]"),
+    # score side inputs over 64 keys (16-byte rows): loaded as (BM | 1, BN) tiles, not gathered; the last one a slice
+    # of a larger causal buffer (strided: the wrapper makes it contiguous)
+    "manual_tile_additive_mask_bf16": (forward("torch.matmul(F.softmax(torch.matmul(q, k.transpose(2, 3)) * 0.125 + m, "
+                                               "dim=-1, dtype=torch.float32).to(q.dtype), v)", "q, k, v, m"),
+                                       f"[{qkv(2, 2, 40, 64, 32, dtype='.to(torch.bfloat16)')}, "
+                                       "torch.randn(1, 1, 40, 64).to(torch.bfloat16)]"),
+    "manual_tile_key_padding_fill": (forward("(q @ k.transpose(-2, -1) * 0.125).masked_fill(m == 0, float('-inf'))"
+                                             ".softmax(-1) @ v", "q, k, v, m"),
+                                     f"[{qkv(2, 3, 21, 64, 16)}, (torch.rand(2, 1, 1, 64) > 0.3).float()]"),
+    "manual_tile_sliced_buffer_fp16": (forward("(q @ k.transpose(-2, -1) * 0.125).masked_fill(m[:40, :64] == 0, "
+                                               "float('-inf')).softmax(-1) @ v", "q, k, v, m"),
+                                       f"[{qkv(2, 2, 40, 64, 32, dtype='.half()')}, torch.tril(torch.ones(96, 96))]"),
     "manual_bmm_rank3_bf16": (forward("torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)), -1), v)", "q, k, v"),
                               f"[{qkv(3, 0, 70, 50, 24, ev=40, dtype='.to(torch.bfloat16)')}]"),
 }
@@ -88,6 +100,17 @@ def test_attention_variant_compiles_and_emulates(name):
     source = compile_spec(spec, ("sm_90", "sm_100") if name in BOTH_ARCHES else ("sm_90",))
     result = check_emulated(spec, source, make_input=make_inputs())
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("name,tiled", [("manual_tile_additive_mask_bf16", True), ("manual_tile_key_padding_fill", True),
+                                        ("manual_tile_sliced_buffer_fp16", True),
+                                        ("manual_hf_float32_softmax_fp16", False)])  # 21 keys: rows off 16 bytes
+def test_score_side_inputs_load_as_tiles_where_rows_are_aligned(name, tiled):
+    from tilestudio.core.kernels import generate_kernel
+
+    code = generate_kernel(snippet_spec(*CASES[name], FAMILY)).code
+    assert ("ct.gather" not in code and ".contiguous()" in code) == tiled
+    assert ("shape=(1, 1, BM, BN)" in code or "shape=(BM, BN)" in code or "shape=(1, 1, 1, BN)" in code) == tiled
 
 
 def test_head_dim_128_tiles_take_8_worker_warps_and_do_not_spill(monkeypatch):
