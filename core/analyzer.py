@@ -171,8 +171,11 @@ class _Builder:
             ops = ", ".join(r.op for r in records)
             return f"{title} kernel fusing {len(records)} op(s) ({ops}) in one pass over the data."
         if "R8" in group.rules:
-            return (f"{title} kernel: attention written by hand ({', '.join(r.op for r in records)}) as one "
-                    "flash-attention kernel; the scores are never written.")
+            ops = ", ".join(r.op for r in records if not self.plan.info[r.node].is_glue)
+            heads = " reading grouped key/value heads in place (repeat_kv)" if any(
+                r.op == "expand" for r in records) else ""
+            return (f"{title} kernel: attention written by hand ({ops}) as one flash-attention kernel{heads}; the "
+                    "scores are never written.")
         module = f" ({anchor.module_path}: {anchor.module_type})" if anchor.module_path else ""
         before = [r.op for r in records if self.order[r.node] < self.order[anchor.name]]
         after = [r.op for r in records if self.order[r.node] > self.order[anchor.name]]

@@ -18,7 +18,6 @@ from pydantic import BaseModel
 
 from .kernels.base import KernelSource
 from .opgraph import refs_in
-from .reference_code import literal
 from .specs import Decomposition
 
 ORIGINAL_START = "# ---- Original user-supplied code (copied verbatim, zero modifications) ----"

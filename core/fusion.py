@@ -31,7 +31,8 @@ R8 attention  A matmul of the single-use result of a last-dim softmax (alone in 
               input is the single-use result of a matmul kernel (scores = q @ k^T as matmul, bmm, einsum or
               baddbmm with beta=0, and its elementwise epilogue: scale, masked_fill, additive mask) joins both:
               attention written by hand is one flash-attention kernel (the library's family "attention"), never
-              materializing the scores.
+              materializing the scores. Grouped-query heads repeated by Hugging Face's repeat_kv (unsqueeze,
+              expand, reshape; repeat_kv.py) join too: the kernel reads key/value head h // n_rep.
 R9 rotate_half
               Rotary embeddings' rotate_half(x) = cat((-x[..., H:], x[..., :H]), -1) over a last dim of 2H
               (rotate_half.py) is one elementwise value: the two slices and the cat join the kernel of the
@@ -46,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .catalog import ALIAS_OPS, OpInfo, base_op, lookup
-from . import rotate_half
+from . import repeat_kv, rotate_half
 from .einsum_forms import A_B, A_BT, attention_matmul_form
 from .opgraph import OpGraph, OpNode, node_refs
 
@@ -191,6 +192,7 @@ class _Fuser:
     # ---- the pass ---------------------------------------------------------------------------------------------
     def run(self) -> FusionPlan:
         glue: list[str] = []
+        self.glue = glue
         for node in self.graph.nodes:
             info = self.info[node.name]
             refs = node_refs(node)
@@ -284,7 +286,7 @@ class _Fuser:
     def _fuse_rotate_half(self, node: OpNode, glue: list[str]) -> bool:
         """R9: rotate_half(x) (rotate_half.py) joins the kernel of its negation, which then yields the whole
         rotated tensor; the two halves leave the glue. Each of the four results must have no other use."""
-        m = rotate_half.match(node.name, node.args, self._rotate_value)
+        m = rotate_half.match(node.name, node.args, self._value)
         if m is None or node.meta is None or any(self.use_count(v) != 1 for v in (m.neg, m.lo, m.hi)):
             return False
         gid = self.group_of.get(m.neg)
@@ -299,7 +301,7 @@ class _Fuser:
         group.add_rule("R9")
         return True
 
-    def _rotate_value(self, name: str) -> rotate_half.Value | None:
+    def _value(self, name: str) -> rotate_half.Value | None:
         node = self.nodes.get(name)
         meta = self._meta(name)
         if meta is None:
@@ -369,8 +371,25 @@ class _Fuser:
             self.merge(mg, sg, "R8")
             if self.can_merge(mg, gid):
                 self.merge(mg, gid, "R8")
+                for ref, stored_k in ((operands[-1], form == A_BT), (refs[1], True)):
+                    self._absorb_repeat_kv(mg, ref, transposed=not stored_k)
             else:  # keep the plan as it was: the softmax (and its cast) go back to their own kernel
                 self._split_off(mg, tail)
+
+    def _absorb_repeat_kv(self, gid: int, operand: str, transposed: bool) -> None:
+        """R8 with grouped-query heads: the repeat_kv glue (repeat_kv.py) that makes `operand` joins the attention
+        kernel, which reads key/value head h // n_rep, so the kernel's input is the unrepeated tensor. `transposed`:
+        the operand must be the repeated tensor's transpose (k^T)."""
+        m = repeat_kv.match(operand, self._value)
+        if m is None or m.transposed != transposed or m.n_rep < 2 or not set(m.nodes) <= set(self.glue):
+            return
+        if any(self.use_count(v) != 1 for v in m.nodes):
+            return
+        group = self.groups[gid]
+        for name in m.nodes:
+            self.glue.remove(name)
+            self.group_of[name] = gid
+        group.nodes = sorted(group.nodes + list(m.nodes), key=self.order.__getitem__)
 
     def _matmul_form(self, node: OpNode) -> str | None:
         """einsum_forms.attention_matmul_form of `node`, with its two operands (baddbmm: and its ignored input)."""

@@ -412,3 +412,33 @@ def test_r9_leaves_what_is_not_rotate_half(decompose, rotate):
             return {rotate}
     """, inputs="[torch.randn(2, 3, 32, 32)]")
     assert all("R9" not in k.fusion_rules for k in dec.kernels)
+
+
+REPEAT_KV = "x[:, :, None, :, :].expand(2, 2, 3, 8, 16).reshape(2, 6, 8, 16)"
+
+
+def test_r8_reads_grouped_query_heads_in_place(decompose):
+    """Hugging Face's repeat_kv (unsqueeze, expand, reshape) joins the attention kernel: its inputs are the
+    unrepeated keys and values (2 heads for 6 query heads); the repeated copies are never made."""
+    dec = decompose(f"""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            rep = lambda x: {REPEAT_KV}
+            return torch.softmax(q @ rep(k).transpose(2, 3) * 0.25, -1) @ rep(v)
+    """, inputs="[torch.randn(2, 6, 8, 16), torch.randn(2, 2, 8, 16), torch.randn(2, 2, 8, 16)]")
+    (kernel,) = dec.kernels
+    assert "R8" in kernel.fusion_rules
+    assert sorted(t.name for t in kernel.inputs) == ["k", "q", "v"]
+    assert kernel.operations.count("expand") == 2
+
+
+def test_r8_leaves_repeated_heads_used_elsewhere_to_glue(decompose):
+    dec = decompose(f"""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            x = k
+            kr = {REPEAT_KV}
+            return torch.softmax(q @ kr.transpose(2, 3) * 0.25, -1) @ v + kr.sum()
+    """, inputs="[torch.randn(2, 6, 8, 16), torch.randn(2, 2, 8, 16), torch.randn(2, 6, 8, 16)]")
+    attention = next(k for k in dec.kernels if "R8" in k.fusion_rules)
+    assert "expand" not in attention.operations and "k" not in [t.name for t in attention.inputs]

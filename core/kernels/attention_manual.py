@@ -14,8 +14,11 @@ ViT 197 keys: 128 16-bit loads per thread and a spill; H200 0.324 -> 0.091 ms wi
 
 from __future__ import annotations
 
+from .. import repeat_kv
 from ..einsum_forms import A_B, A_BT, attention_matmul_form
 from ..fusion import SOFTMAX_CASTS
+from ..repeat_kv import RepeatKV
+from ..rotate_half import Value
 from ..specs import KernelSpec
 from .attention import LOG2E, _as4d, launcher, tiling
 from .base import ITEMSIZE, KernelSource, Unsupported, pow2_at_least
@@ -27,9 +30,37 @@ from .indexing import (SideLoader, array_param, elementwise, input_args, input_f
 I = "    "
 
 
-def _parts(spec: KernelSpec):
-    """(scores matmul, score epilogue ops, softmax, output matmul, output epilogue ops) of an R8 spec."""
-    ops = list(spec.ops)
+def _repeats(spec: KernelSpec) -> tuple[dict[str, RepeatKV], list]:
+    """The repeat_kv chains (grouped-query heads, core/repeat_kv.py) ending at a matmul operand, by operand value,
+    and the spec's ops without them."""
+    records = {r.node: r for r in spec.ops}
+    inputs = {t.graph_value: t for t in spec.inputs if t.role != "scalar"}
+
+    def lookup(name: str) -> Value | None:
+        r = records.get(name)
+        if r is not None:
+            return Value(r.op, r.args, r.output)
+        return Value("", [], list(inputs[name].shape)) if name in inputs else None
+
+    found = {}
+    for r in spec.ops:
+        if r.category == "matmul":
+            for ref in r.inputs:
+                m = repeat_kv.match(ref, lookup)
+                if m is not None and m.x in inputs:
+                    found[ref] = m
+    chained = {n for m in found.values() for n in m.nodes}
+    return found, [r for r in spec.ops if r.node not in chained]
+
+
+def _operand(spec: KernelSpec, arg, what: str, repeats: dict[str, RepeatKV]):
+    """(tensor input, its repeat_kv chain or None) of a matmul operand."""
+    m = repeats.get(arg["ref"]) if is_ref(arg) else None
+    return (input_for(spec, {"ref": m.x}, what), m) if m else (input_for(spec, arg, what), None)
+
+
+def _parts(ops: list):
+    """(scores matmul, score epilogue ops, softmax, output matmul, output epilogue ops) of an R8 spec's ops."""
     mms = [i for i, r in enumerate(ops) if r.category == "matmul"]
     sms = [i for i, r in enumerate(ops) if r.category == "softmax"]
     if len(mms) != 2 or len(sms) != 1 or not mms[0] < sms[0] < mms[1]:
@@ -97,8 +128,14 @@ class TileSides(SideLoader):
         return var
 
 
+def _head(n_rep: int) -> str:
+    """The key/value head index of query head h (grouped-query heads: h // n_rep)."""
+    return "h" if n_rep == 1 else f"h // {n_rep}"
+
+
 def generate_manual(spec: KernelSpec) -> KernelSource:
-    mm1, score_ops, sm, mm2, epilogue, cast = _parts(spec)
+    repeats, ops = _repeats(spec)
+    mm1, score_ops, sm, mm2, epilogue, cast = _parts(ops)
     if sm.op not in ("softmax", "_softmax"):
         raise Unsupported(f"attention by hand with {sm.op}")
     asm = bind_args(sm)
@@ -108,8 +145,16 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
     probs, v_arg, form2, alpha2 = _matmul_args(mm2)
     if form2 != A_B or alpha2 != 1.0:
         raise Unsupported(f"attention by hand: {mm2.target} is not probabilities @ v")
-    q, kt, v = (input_for(spec, a, r.target) for a, r in ((q_arg, mm1), (k_arg, mm1), (v_arg, mm2)))
+    q = input_for(spec, q_arg, mm1.target)
+    (kt, rep_k), (v, rep_v) = _operand(spec, k_arg, mm1.target, repeats), _operand(spec, v_arg, mm2.target, repeats)
     k_stored = form == A_BT  # einsum "b i d, b j d -> b i j": k as stored, not k^T
+    if rep_k is not None:  # the kernel reads the unrepeated k, as stored: the chain's transpose made k^T
+        if rep_k.transposed != (form == A_B):
+            raise Unsupported("attention by hand: repeated keys not as k or k^T")
+        k_stored = True
+    if rep_v is not None and rep_v.transposed:
+        raise Unsupported("attention by hand: repeated values transposed")
+    n_k, n_v = (rep.n_rep if rep else 1 for rep in (rep_k, rep_v))
     if not (isinstance(probs, dict) and probs.get("ref") == (cast[0] if cast else sm).node):
         raise Unsupported("attention by hand: the second matmul does not read the softmax")
     rank = len(q.shape)
@@ -118,7 +163,8 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
     L, E = q.shape[-2:]
     S, Ek = kt.shape[-2:] if k_stored else kt.shape[-2:][::-1]
     Sv, Ev = v.shape[-2:]
-    if Ek != E or Sv != S or list(kt.shape[:-2]) != list(q.shape[:-2]) or list(v.shape[:-2]) != list(q.shape[:-2]):
+    heads = (lambda t, n: list(t.shape[:-3]) + [t.shape[-3] * n] if n > 1 else list(t.shape[:-2]))
+    if Ek != E or Sv != S or heads(kt, n_k) != list(q.shape[:-2]) or heads(v, n_v) != list(q.shape[:-2]):
         raise Unsupported(f"attention by hand: query {q.shape}, key{'' if k_stored else '^T'} {kt.shape}, "
                           f"value {v.shape}")
     if max(E, Ev) > 256:
@@ -161,7 +207,8 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
              f"{I}l_i = ct.zeros((BM, 1), dtype=ct.float32)",
              f"{I}acc = ct.zeros((BM, DVP), dtype=ct.float32)",
              f"{I}for j in range({-(-S // BN)}):",
-             f"{li}kt = ct.reshape(ct.load({ka}, index=(b, h, 0, j), shape=(1, 1, DP, BN), order=(0, 1, 3, 2), "
+             f"{li}kt = ct.reshape(ct.load({ka}, index=(b, {_head(n_k)}, 0, j), shape=(1, 1, DP, BN), "
+             "order=(0, 1, 3, 2), "
              f"padding_mode=ct.PaddingMode.ZERO, latency=2), (DP, BN))",
              f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))"]
     if alpha != 1.0:  # baddbmm's
@@ -181,7 +228,7 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
               f"{li}p = ct.exp2((s - m_use) * {LOG2E!r}, flush_to_zero=True)",
               f"{li}alpha = ct.exp2((m_i - m_use) * {LOG2E!r}, flush_to_zero=True)",
               f"{li}l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)",
-              f"{li}vt = ct.reshape(ct.load({va}, index=(b, h, j, 0), shape=(1, 1, BN, DVP), "
+              f"{li}vt = ct.reshape(ct.load({va}, index=(b, {_head(n_v)}, j, 0), shape=(1, 1, BN, DVP), "
               f"padding_mode=ct.PaddingMode.ZERO, latency=4), (BN, DVP))",
               f"{li}acc = ct.mma(p.astype(vt.dtype), vt, acc * alpha)",
               f"{li}m_i = m_new",

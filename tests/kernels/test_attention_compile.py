@@ -87,6 +87,14 @@ CASES = {
     "manual_tile_sliced_buffer_fp16": (forward("(q @ k.transpose(-2, -1) * 0.125).masked_fill(m[:40, :64] == 0, "
                                                "float('-inf')).softmax(-1) @ v", "q, k, v, m"),
                                        f"[{qkv(2, 2, 40, 64, 32, dtype='.half()')}, torch.tril(torch.ones(96, 96))]"),
+    # grouped-query heads (Hugging Face's repeat_kv): key/value head h // 2, the repeated copies never made
+    "manual_gqa_repeat_kv_bf16": (forward("(lambda r: torch.matmul(F.softmax(torch.matmul(q, r(k).transpose(2, 3)) "
+                                          "* 0.125 + m, dim=-1, dtype=torch.float32).to(q.dtype), r(v)))(lambda x: "
+                                          "x[:, :, None, :, :].expand(x.shape[0], x.shape[1], 2, x.shape[2], "
+                                          "x.shape[3]).reshape(x.shape[0], 2 * x.shape[1], x.shape[2], x.shape[3]))",
+                                          "q, k, v, m"),
+                                  f"[{qkv(2, 4, 21, 64, 32, hk=2, dtype='.to(torch.bfloat16)')}, "
+                                  "torch.randn(2, 1, 21, 64).to(torch.bfloat16)]"),
     "manual_bmm_rank3_bf16": (forward("torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)), -1), v)", "q, k, v"),
                               f"[{qkv(3, 0, 70, 50, 24, ev=40, dtype='.to(torch.bfloat16)')}]"),
 }
@@ -111,6 +119,16 @@ def test_score_side_inputs_load_as_tiles_where_rows_are_aligned(name, tiled):
     code = generate_kernel(snippet_spec(*CASES[name], FAMILY)).code
     assert ("ct.gather" not in code and ".contiguous()" in code) == tiled
     assert ("shape=(1, 1, BM, BN)" in code or "shape=(BM, BN)" in code or "shape=(1, 1, 1, BN)" in code) == tiled
+
+
+def test_repeated_kv_heads_are_read_in_place():
+    """R8 takes Hugging Face's repeat_kv: the kernel's inputs are the unrepeated k and v, read at head h // 2."""
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(*CASES["manual_gqa_repeat_kv_bf16"], FAMILY)
+    assert [t.shape for t in spec.inputs if t.shape[1:2] == [2]] == [[2, 2, 64, 32], [2, 2, 64, 32]]
+    code = generate_kernel(spec).code
+    assert code.count("h // 2") == 2
 
 
 def test_head_dim_128_tiles_take_8_worker_warps_and_do_not_spill(monkeypatch):

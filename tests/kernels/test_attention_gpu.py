@@ -32,6 +32,8 @@ def _with_mask(mask):
 
 
 SHAPES = [(2, 3, 13, 13, 12), (4, 8, 1024, 1024, 64), (1, 2, 77, 300, 80)]
+REPEAT_KV = ("lambda x: x[:, :, None, :, :].expand(x.shape[0], x.shape[1], q.shape[1] // x.shape[1], x.shape[2], "
+             "x.shape[3]).reshape(x.shape[0], q.shape[1], x.shape[2], x.shape[3])")
 # name → (forward expression, args, input builder, shapes)
 VARIANTS = {
     "plain": (f"{SDPA}(q, k, v)", "q, k, v", _qkv, SHAPES),
@@ -76,6 +78,11 @@ VARIANTS = {
     "manual_baddbmm": ("torch.bmm(torch.baddbmm(torch.empty(q.shape[0], q.shape[1], k.shape[1], dtype=q.dtype, "
                        "device=q.device), q, k.transpose(-1, -2), beta=0, alpha=0.125).softmax(dim=-1), v)",
                        "q, k, v", _qkv, [(4, 0, 50, 70, 24), (16, 0, 1024, 1024, 64), (8, 0, 197, 197, 80)]),
+    # grouped-query heads repeated as Hugging Face's repeat_kv writes it: the kernel reads key/value head h // n_rep
+    "manual_gqa_repeat_kv": (f"(lambda r: torch.matmul(F.softmax(torch.matmul(q, r(k).transpose(2, 3)) * 0.125 + m, "
+                             f"dim=-1, dtype=torch.float32).to(q.dtype), r(v)))({REPEAT_KV})", "q, k, v, m",
+                             _with_mask("torch.randn({B}, 1, {L}, {S}){dt}"),
+                             [(2, 8, 40, 40, 32, 32, 2), (2, 16, 1024, 1024, 128, 128, 4), (1, 6, 77, 300, 80, 80, 3)]),
 }
 CORE = {"plain", "causal", "key_padding_mask", "manual_causal_fill"}
 CASES = gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE)
