@@ -254,7 +254,7 @@ CASES += [
     # causal buffer and float32 softmax, then the same without a mask
     ("attention by hand HF causal buffer 4x16x1024x1024x128 bf16", _mod("", HF_ADD, "q, k, v, m"),
      _qkv(4, 16, 1024, 128, BF)[:-1] + f", torch.ones(1, 1, 1024, 1024, dtype={BF})]", 4 * 4 * 16 * 1024 * 1024 * 128,
-     D128_LONG + [GATHERED_SIDES], {1: TRANSPOSED, 3: CAUSAL_MIN}),
+     D128_LONG + [GATHERED_SIDES], {1: TRANSPOSED, 2: CAUSAL_MIN}),
     ("attention by hand 4x16x1024x1024x128 bf16", _mod("", BY_HAND, "q, k, v"), _qkv(4, 16, 1024, 128, BF),
      4 * 4 * 16 * 1024 * 1024 * 128, D128_LONG, {1: TRANSPOSED}),
     ("sdpa 4x16x1024x1024x128 bf16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(4, 16, 1024, 128, BF),
