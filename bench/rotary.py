@@ -50,7 +50,7 @@ def decompose(q_shape, dtype, r9: bool):
     cs = (1, 1) + tuple(q_shape[2:])
     real = fusion._Fuser._fuse_rotate_half
     if not r9:
-        fusion._Fuser._fuse_rotate_half = lambda self, node, glue: False
+        fusion._Fuser._fuse_rotate_half = lambda self, node: False
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "rotary.py")

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from .catalog import ALIAS_OPS, OpInfo, base_op, lookup
 from . import repeat_kv, rotate_half
 from .einsum_forms import A_B, A_BT, attention_matmul_form
+from .op_values import Value
 from .opgraph import OpGraph, OpNode, node_refs
 
 EPILOGUE_ANCHORS = {"matmul", "convolution", "normalization", "reduction", "pooling", "softmax", "scan",
@@ -212,7 +213,7 @@ class _Fuser:
                     group.nodes.append(node.name)
                     self.group_of[node.name] = group.gid
                     continue
-            if info.is_glue and base_op(node.op) == "cat" and self._fuse_rotate_half(node, glue):
+            if info.is_glue and base_op(node.op) == "cat" and self._fuse_rotate_half(node):
                 continue
             if info.is_glue:
                 glue.append(node.name)
@@ -283,17 +284,17 @@ class _Fuser:
             if self.can_merge(pg, gid):
                 self.merge(gid, pg, "R3")
 
-    def _fuse_rotate_half(self, node: OpNode, glue: list[str]) -> bool:
+    def _fuse_rotate_half(self, node: OpNode) -> bool:
         """R9: rotate_half(x) (rotate_half.py) joins the kernel of its negation, which then yields the whole
         rotated tensor; the two halves leave the glue. Each of the four results must have no other use."""
         m = rotate_half.match(node.name, node.args, self._value)
         if m is None or node.meta is None or any(self.use_count(v) != 1 for v in (m.neg, m.lo, m.hi)):
             return False
         gid = self.group_of.get(m.neg)
-        if gid is None or self.groups[gid].nodes != [m.neg] or not {m.lo, m.hi} <= set(glue):
+        if gid is None or self.groups[gid].nodes != [m.neg] or not {m.lo, m.hi} <= set(self.glue):
             return False
         for name in (m.lo, m.hi):
-            glue.remove(name)
+            self.glue.remove(name)
         group = self.groups[gid]
         group.nodes = sorted(group.nodes + [m.lo, m.hi, node.name], key=self.order.__getitem__)
         for name in (m.lo, m.hi, node.name):
@@ -301,12 +302,12 @@ class _Fuser:
         group.add_rule("R9")
         return True
 
-    def _value(self, name: str) -> rotate_half.Value | None:
+    def _value(self, name: str) -> Value | None:
         node = self.nodes.get(name)
         meta = self._meta(name)
         if meta is None:
             return None
-        return rotate_half.Value(base_op(node.op) if node else "", node.args if node else [], list(meta.shape))
+        return Value(base_op(node.op) if node else "", node.args if node else [], list(meta.shape))
 
     def _fuse_broadcast_back(self, node: OpNode, gid: int) -> int:
         """R7: join the kernel of a row statistic that `node` broadcasts back over the rows it reduced."""

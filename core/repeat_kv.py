@@ -14,9 +14,10 @@ recognises the chain from the value the attention's matmul reads, through a look
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
-from .rotate_half import Value
+from .op_values import Value
+from .op_values import ref as _ref
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,6 @@ class RepeatKV:
     x: str  # the key/value tensor with kv_heads heads, (batch, kv_heads, seq, head_dim)
     n_rep: int  # query heads per key/value head
     transposed: bool  # the operand is the repeated tensor's transpose(-2, -1)
-
-
-def _ref(arg: Any) -> str | None:
-    return arg["ref"] if isinstance(arg, dict) and "ref" in arg else None
 
 
 def _is_last_two_transpose(v: Value) -> bool:

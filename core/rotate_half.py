@@ -18,18 +18,12 @@ reads x, and the halves, the negation and the concatenation are never written.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
+
+from .op_values import Value
+from .op_values import ref as _ref
 
 INT64_MAX = 2**63 - 1
-
-
-class Value(NamedTuple):
-    """What `match` needs to know about a value: the op producing it ("" for a graph input), that op's arguments
-    (refs as {"ref": name}) and the value's shape."""
-
-    op: str
-    args: list[Any]
-    shape: list[int]
 
 
 @dataclass(frozen=True)
@@ -40,10 +34,6 @@ class RotateHalf:
     hi: str  # x[..., H:]
     x: str  # the rotated value
     half: int  # H: the rotated (last) dim has 2H elements
-
-
-def _ref(arg: Any) -> str | None:
-    return arg["ref"] if isinstance(arg, dict) and "ref" in arg else None
 
 
 def _last_dim_slice(v: Value) -> tuple[str, int, int] | None:

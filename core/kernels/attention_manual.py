@@ -17,8 +17,8 @@ from __future__ import annotations
 from .. import repeat_kv
 from ..einsum_forms import A_B, A_BT, attention_matmul_form
 from ..fusion import SOFTMAX_CASTS
+from ..op_values import spec_lookup
 from ..repeat_kv import RepeatKV
-from ..rotate_half import Value
 from ..specs import KernelSpec
 from .attention import LOG2E, _as4d, launcher, tiling
 from .base import ITEMSIZE, KernelSource, Unsupported, pow2_at_least
@@ -33,15 +33,8 @@ I = "    "
 def _repeats(spec: KernelSpec) -> tuple[dict[str, RepeatKV], list]:
     """The repeat_kv chains (grouped-query heads, core/repeat_kv.py) ending at a matmul operand, by operand value,
     and the spec's ops without them."""
-    records = {r.node: r for r in spec.ops}
-    inputs = {t.graph_value: t for t in spec.inputs if t.role != "scalar"}
-
-    def lookup(name: str) -> Value | None:
-        r = records.get(name)
-        if r is not None:
-            return Value(r.op, r.args, r.output)
-        return Value("", [], list(inputs[name].shape)) if name in inputs else None
-
+    lookup = spec_lookup(spec)
+    inputs = {t.graph_value for t in spec.inputs if t.role != "scalar"}
     found = {}
     for r in spec.ops:
         if r.category == "matmul":

@@ -195,12 +195,10 @@ def generate(spec: KernelSpec) -> KernelSource:
     itemsize = max(ITEMSIZE.get(t.dtype, 4) for t in tensors + spec.outputs)
     block = block_size(numel, len(ins) + len(outs), itemsize)
     grid = -(-numel // block)
-    rotations = elementwise_rotate.plan(
-        rotate_halves, lambda v: next(op for t, op in zip(tensors, ins) if (t.graph_value or t.name) == v).kind()
-        == "full", block)
 
     # ---- kernel body ----
     by_value = {t.graph_value or t.name: op for t, op in zip(tensors, ins)}
+    rotations = elementwise_rotate.plan(rotate_halves, lambda v: by_value[v].kind() == "full", block)
     scalar_by_value = {t.graph_value or t.name: t for t in scalars}
     params = {op.spec.name: f"in_{_ident(op.spec.name)}" for op in ins}
     out_prefix = "out"
@@ -211,8 +209,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     load_hint = str(MEMORY_TUNING["elementwise_load_hint"])
     store_hint = str(MEMORY_TUNING["elementwise_store_hint"])
     body: list[str] = ["    pid = ct.bid(0)"]
-    need_offs = (any(op.kind() == "bcast" and not op.lead_tiles(cshape, block) for op in ins) or any(op.kind() != "full" for op in outs)
-                 or not all(r.shuffle for r in rotations))
+    need_offs = (any(op.kind() == "bcast" and not op.lead_tiles(cshape, block) for op in ins)
+                 or any(op.kind() != "full" for op in outs) or not all(r.shuffle for r in rotations))
     needs_index = any(r.op.rstrip("_") in ("tril", "triu") for r in ops)
     if need_offs or needs_index:
         body.append("    offs = pid * BLOCK + ct.arange(BLOCK, dtype=ct.int32)")
@@ -261,9 +259,9 @@ def generate(spec: KernelSpec) -> KernelSource:
                              f"padding_mode=ct.PaddingMode.ZERO){cast}")
             elif kind == "single":
                 lines.append(f"{ind}{var} = ct.broadcast_to(ct.load({arr}, index=(0,), shape=(1,)){cast}, (BLOCK,))")
-            elif op.lead_tiles(cshape, block):
-                lines.append(f"{ind}{var} = ct.load({arr}, index=(pid % {op.lead_tiles(cshape, block)},), "
-                             f"shape=(BLOCK,), check_bounds=False{load_hint}){cast}")
+            elif tiles := op.lead_tiles(cshape, block):
+                lines.append(f"{ind}{var} = ct.load({arr}, index=(pid % {tiles},), shape=(BLOCK,), "
+                             f"check_bounds=False{load_hint}){cast}")
             else:
                 lines.append(f"{ind}{var} = ct.gather({arr}, {index_var(op.pattern)}){cast}")
             return var

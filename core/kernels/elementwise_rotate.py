@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..rotate_half import RotateHalf, Value, match
+from ..op_values import spec_lookup
+from ..rotate_half import RotateHalf, match
 from ..specs import KernelSpec, OpRecord
 from .base import Unsupported
 from .indexing import MEMORY_TUNING
@@ -30,15 +31,8 @@ class Rotation:
 def split(spec: KernelSpec) -> tuple[list[RotateHalf], list[OpRecord]]:
     """The rotate_halfs among the spec's ops and the remaining (elementwise) ops, in order. Every cat must close
     a rotate_half of a spec input whose halves and negation nothing else reads."""
-    records = {r.node: r for r in spec.ops}
-    inputs = {(t.graph_value or t.name): t for t in spec.inputs if t.role != "scalar"}
-
-    def lookup(name: str) -> Value | None:
-        r = records.get(name)
-        if r is not None:
-            return Value(r.op, r.args, r.output)
-        return Value("", [], list(inputs[name].shape)) if name in inputs else None
-
+    lookup = spec_lookup(spec)
+    inputs = {t.graph_value or t.name for t in spec.inputs if t.role != "scalar"}
     found: list[RotateHalf] = []
     for r in spec.ops:
         if r.op != "cat":
