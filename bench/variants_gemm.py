@@ -36,16 +36,23 @@ SDPA = "F.scaled_dot_product_attention"
 X = True
 OLD8 = {"mm_large_min_elems": 1 << 62}  # no problem takes the large tile: 128x128x64 at occupancy 2
 # head dim 128 past 256 keys (attention.tiling's last rule)
+def _d128(**overrides) -> dict:
+    """TILES overrides whose attn_d128 tile every head-dim-128 case takes (long unmasked ones included)."""
+    return {"attn_long_keys": 1 << 30, **overrides}
+
+
 D128_LONG = [("default", {}),
     # 8 worker warps at one block per SM: 128x128 and 128x64 tiles compile spill-free (R168; session 8)
-    # session 9 default: 128x128 on 8 worker warps at occupancy 1 (session 8's default: 64x128 occ=2)
-    ("128x64 8 warps occ=1", {"attn_d128": (128, 64), "attn_worker_warps_min_elems": 128 * 64}),
-    ("128x64 occ=1", {"attn_d128": (128, 64), "attn_occupancy": 1}),
-    ("64x64 occ=2", {"attn_d128": (64, 64)}),
-    ("64x128 occ=2", {"attn_d128": (64, 128)}),
-    ("64x64 occ=3", {"attn_d128": (64, 64), "attn_occupancy": 3}),
-    ("128x128 occ=2", {"attn_worker_warps": None}, X),
-    ("128x128 occ=1", {"attn_worker_warps": None, "attn_occupancy": 1}, X)]
+    # sessions 9-20 default: 128x128 on 8 worker warps at occupancy 1 (session 8's default: 64x128 occ=2);
+    # session 21: 64x128 occ=2, except unmasked past attn_long_keys keys (attn_d128_long: 128x128 on 8 warps)
+    ("128x128 8 warps occ=1 (session 20)", _d128(attn_d128=(128, 128))),
+    ("128x64 8 warps occ=1", _d128(attn_d128=(128, 64), attn_worker_warps_min_elems=128 * 64)),
+    ("128x64 occ=1", _d128(attn_d128=(128, 64), attn_occupancy=1)),
+    ("64x64 occ=2", _d128(attn_d128=(64, 64))),
+    ("64x128 occ=2", _d128(attn_d128=(64, 128))),
+    ("64x64 occ=3", _d128(attn_d128=(64, 64), attn_occupancy=3)),
+    ("128x128 occ=2", _d128(attn_d128=(128, 128), attn_worker_warps=None), X),
+    ("128x128 occ=1", _d128(attn_d128=(128, 128), attn_worker_warps=None, attn_occupancy=1), X)]
 
 CASES = [
     ("mm 8192^3 bf16", _mod("", "a @ b", "a, b"),
@@ -137,7 +144,7 @@ CASES = [
       ("8 warps, bco=128", {"conv_bco_worker_warps": 128}),
       ("occ=2", {"conv_occupancy": 2}),
       ("positions=256", {"conv_positions": 256}, X)]),
-    ("sdpa 8x16x2048x2048x128 bf16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"),
+    ("sdpa 8x16x2048x2048x128 bf16 [D128]", _mod("", f"{SDPA}(q, k, v)", "q, k, v"),
      f"[torch.randn(8, 16, 2048, 128, dtype={BF}), torch.randn(8, 16, 2048, 128, dtype={BF}), "
      f"torch.randn(8, 16, 2048, 128, dtype={BF})]", 4 * 8 * 16 * 2048 * 2048 * 128,
      # sm_90 SASS (bench/sass_widths.py --set attn_d128=... --set attn_occupancy=...): the default spills 9
@@ -174,7 +181,7 @@ MEDIUM = [("default", {}),
           ("64x64 occ=4", {"attn_d64_occupancy": 4}),
           ("128x64 occ=2", {"attn_d64": (128, 64), "attn_d64_occupancy": 2})]
 D128 = [("default", {}),
-        ("128x128 8 warps occ=1 (session 18)", {"attn_short_keys": 0}),
+        ("128x128 8 warps occ=1 (session 18)", {"attn_short_keys": 0, "attn_d128": (128, 128)}),
         ("64x64 occ=2", {"attn_short_d128": (64, 64, 2)}),
         ("64x64 occ=3", {"attn_short_d128": (64, 64, 3)}),
         ("128x64 occ=2", {"attn_short_d128": (128, 64, 2)})]
@@ -252,13 +259,26 @@ CASES += [
      4 * 32 * 16 * 197 * 197 * 128, D128),
     # Llama-style attention at head dim 128 (bench/models/llama_attention_rope_bf16.py): Hugging Face's additive
     # causal buffer and float32 softmax, then the same without a mask
-    ("attention by hand HF causal buffer 4x16x1024x1024x128 bf16", _mod("", HF_ADD, "q, k, v, m"),
+    ("attention by hand HF causal buffer 4x16x1024x1024x128 bf16 [D128]", _mod("", HF_ADD, "q, k, v, m"),
      _qkv(4, 16, 1024, 128, BF)[:-1] + f", torch.ones(1, 1, 1024, 1024, dtype={BF})]", 4 * 4 * 16 * 1024 * 1024 * 128,
      D128_LONG + [GATHERED_SIDES], {1: TRANSPOSED, 2: CAUSAL_MIN}),
-    ("attention by hand 4x16x1024x1024x128 bf16", _mod("", BY_HAND, "q, k, v"), _qkv(4, 16, 1024, 128, BF),
+    ("attention by hand 4x16x1024x1024x128 bf16 [D128]", _mod("", BY_HAND, "q, k, v"), _qkv(4, 16, 1024, 128, BF),
      4 * 4 * 16 * 1024 * 1024 * 128, D128_LONG, {1: TRANSPOSED}),
-    ("sdpa 4x16x1024x1024x128 bf16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(4, 16, 1024, 128, BF),
+    ("sdpa 4x16x1024x1024x128 bf16 [D128]", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(4, 16, 1024, 128, BF),
      4 * 4 * 16 * 1024 * 1024 * 128, D128_LONG),
+    # session 21: head dim 128 past attn_short_keys, by sequence length and with a causal mask ([D128] runs them
+    # all: --only D128)
+    ("sdpa 16x16x512x512x128 bf16 [D128]", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(16, 16, 512, 128, BF),
+     4 * 16 * 16 * 512 * 512 * 128, D128_LONG),
+    ("sdpa causal 16x16x512x512x128 bf16 [D128]", _mod("", f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
+     _qkv(16, 16, 512, 128, BF), 2 * 16 * 16 * 512 * 512 * 128, D128_LONG),
+    ("sdpa causal 4x16x1024x1024x128 bf16 [D128]", _mod("", f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
+     _qkv(4, 16, 1024, 128, BF), 2 * 4 * 16 * 1024 * 1024 * 128, D128_LONG),
+    ("sdpa causal 8x16x2048x2048x128 bf16 [D128]", _mod("", f"{SDPA}(q, k, v, is_causal=True)", "q, k, v"),
+     _qkv(8, 16, 2048, 128, BF), 2 * 8 * 16 * 2048 * 2048 * 128, D128_LONG),
+    ("attention by hand HF causal buffer 2x32x2048x2048x128 bf16 [D128]", _mod("", HF_ADD, "q, k, v, m"),
+     _qkv(2, 32, 2048, 128, BF)[:-1] + f", torch.ones(1, 1, 2048, 2048, dtype={BF})]", 4 * 2 * 32 * 2048 * 2048 * 128,
+     D128_LONG, {1: TRANSPOSED, 2: CAUSAL_MIN}),
 ]
 
 

@@ -219,6 +219,12 @@ VARIANTS = {
     "flattma8k_occ3": _flat(4096, 8192, True, 3),
     "flattma8k_2k_occ4": _flat(2048, 8192, True, 4),
     "flattma12k_occ3": _flat(4096, 12288, True, 3),
+    # session 21: bigger blocks shared by 8 worker warps (the same registers per thread as 8192 on 4 warps), so a
+    # bf16 block moves as many bytes as a float32 one at the default
+    "flattma16k_ww8_occ2": {**_flat(4096, 16384, True, 2), "worker_warps": 8},
+    "flattma16k_ww8_occ1": {**_flat(4096, 16384, True, 1), "worker_warps": 8},
+    "flattma8k_ww8_occ2": {**_flat(4096, 8192, True, 2), "worker_warps": 8},
+    "flattma16k_8k_ww8_occ2": {**_flat(8192, 16384, True, 2), "worker_warps": 8},
     # (session 16 also held 16-bit rows as loaded, widened at each use: log_softmax 4096x50257 bf16 0.374 -> 0.375
     # ms at 8192 per block, 0.392 at 12288, 0.457 at 16384; not kept)
     # aligned rows whose split is ragged through the flat form too (softmax_flat_aligned, the default since
@@ -301,7 +307,9 @@ def variants_for(label: str, family: str) -> list[str]:
             ["noflataligned"] if "softmax" in label and ("131072" in label or "50256" in label) else []) + (
             ["ssplit_repeat_stores", "ssplit_none", "ssplit4k", "ssplit4k_occ4", "ssplit12k", "ssplit20k",
              "ssplit28k_ww8", "ssplit2k_5x5", "ssplit8k_7", "noflat", "flat16k", "flattma16k",
-             "flat8k_occ4", "flattma8k_occ4", "flattma8k_occ3", "flattma8k_2k_occ4", "flattma12k_occ3"] if "50257" in label else [])
+             "flat8k_occ4", "flattma8k_occ4", "flattma8k_occ3", "flattma8k_2k_occ4", "flattma12k_occ3",
+             "flattma16k_ww8_occ2", "flattma16k_ww8_occ1", "flattma8k_ww8_occ2", "flattma16k_8k_ww8_occ2"]
+            if "50257" in label else [])
     if family in ("softmax", "norm"):
         names += ["plainmasked", "mtma3", "mtma4", "mtma5", "mtma6", "rows64", "rows16", "ieeerecip"]
     if "attention" in label:

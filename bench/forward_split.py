@@ -1,0 +1,195 @@
+"""Where a composed file's end-to-end time goes (GPU): host enqueue vs device work, per launch.
+
+    python bench/forward_split.py COMPOSED.py [--reps 20] [--no-compile] [--profile] [--graph]
+
+For the cuTile forward (the composed file's ModelCuTile), PyTorch eager and torch.compile of the user's Model, on
+the file's get_inputs() (three fresh random sets, rotated), medians after warm-up:
+  - wall: CUDA events around one call on an idle GPU (validate's end-to-end method: host enqueue included),
+  - device: the same events with the GPU kept busy by a spin kernel while the host enqueues (device work only),
+  - host: perf_counter around the call while the GPU is kept busy (enqueue only, no waiting).
+Wall near host means the forward is launch-bound. Then every ct.launch of the cuTile forward gets its own event
+pair and host timer: the table lists each launch's kernel, device ms and host µs, and the glue between them (the
+device time no launch accounts for). --profile adds a cProfile of 200 cuTile forwards (GPU kept busy: host
+work only), top entries by own time; --graph times the cuTile forward captured as one CUDA graph and replayed
+(inputs copied into the graph's static buffers first), beside torch.compile(mode="reduce-overhead").
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib.util
+import io
+import pstats
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernels import _cycles_per_ms  # noqa: E402
+
+
+def load(path: str):
+    spec = importlib.util.spec_from_file_location("composed_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def fresh_inputs(mod, sets: int) -> list[list]:
+    out = []
+    for i in range(sets):
+        torch.manual_seed(1000 + i)
+        out.append([t.cuda() if isinstance(t, torch.Tensor) else t for t in mod.get_inputs()])
+    return out
+
+
+def timings(fn, arg_sets, reps: int, warmup: int = 5) -> dict[str, float]:
+    for i in range(warmup):
+        fn(*arg_sets[i % len(arg_sets)])
+    torch.cuda.synchronize()
+    wall, device, host = [], [], []
+    lead = int(_cycles_per_ms() * 3)
+    for i in range(reps):
+        args = arg_sets[i % len(arg_sets)]
+        for busy, into in ((False, wall), (True, device)):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if busy:
+                torch.cuda._sleep(lead)
+            s.record()
+            t0 = time.perf_counter()
+            fn(*args)
+            t1 = time.perf_counter()
+            e.record()
+            e.synchronize()
+            into.append(s.elapsed_time(e))
+            if busy:
+                host.append((t1 - t0) * 1e3)
+    return {k: statistics.median(v) for k, v in (("wall", wall), ("device", device), ("host", host))}
+
+
+def per_launch(fn, arg_sets, reps: int) -> list[tuple[str, float, float]]:
+    """(kernel, median device ms, median host µs of the ct.launch call) for each launch of one call, in order."""
+    import cuda.tile as ct
+
+    real = ct.launch
+    rows: list[list] = []
+
+    def timed(stream, grid, kernel, args):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        t0 = time.perf_counter()
+        real(stream, grid, kernel, args)
+        t1 = time.perf_counter()
+        e.record()
+        name = getattr(getattr(kernel, "_pyfunc", kernel), "__name__", "kernel")
+        rows.append([name, s, e, (t1 - t0) * 1e6])
+
+    ct.launch = timed
+    try:
+        samples: list[list] = []
+        lead = int(_cycles_per_ms() * 3)
+        for i in range(reps + 3):
+            rows.clear()
+            torch.cuda._sleep(lead)
+            fn(*arg_sets[i % len(arg_sets)])
+            torch.cuda.synchronize()
+            if i >= 3:
+                samples.append([(n, s.elapsed_time(e), h) for n, s, e, h in rows])
+    finally:
+        ct.launch = real
+    return [(samples[0][k][0], statistics.median(s[k][1] for s in samples),
+             statistics.median(s[k][2] for s in samples)) for k in range(len(samples[0]))]
+
+
+def host_profile(fn, args, calls: int = 200, top: int = 25) -> str:
+    lead = int(_cycles_per_ms() * 50)
+    prof = cProfile.Profile()
+    for _ in range(calls // 20):
+        torch.cuda._sleep(lead)  # the GPU stays busy for 20 forwards: the profile sees host work only
+        prof.enable()
+        for _ in range(20):
+            fn(*args)
+        prof.disable()
+        torch.cuda.synchronize()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+def graphed(fn, example: list):
+    """fn captured as one CUDA graph: a callable that copies its tensor inputs into the static ones and replays."""
+    static = [t.clone() if isinstance(t, torch.Tensor) else t for t in example]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn(*static)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn(*static)
+
+    def replay(*args):
+        for s, a in zip(static, args):
+            if isinstance(s, torch.Tensor):
+                s.copy_(a)
+        graph.replay()
+        return out
+    return replay
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("composed")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--profile", action="store_true")
+    p.add_argument("--graph", action="store_true")
+    a = p.parse_args()
+    mod = load(a.composed)
+    torch.manual_seed(0)
+    model = mod.Model(*mod.get_init_inputs()).cuda().eval()
+    ours = mod.ModelCuTile(model)
+    arg_sets = fresh_inputs(mod, 3)
+    with torch.no_grad():
+        expect = model(*arg_sets[0]).double()
+        got = ours(*arg_sets[0]).double()
+        err = float(torch.linalg.vector_norm(got - expect) / torch.linalg.vector_norm(expect).clamp_min(1e-30))
+        print(f"relative error of the cuTile forward vs eager: {err:.2e}")
+        rows = [("cuTile", timings(ours, arg_sets, a.reps)), ("eager", timings(model, arg_sets, a.reps))]
+        if not a.no_compile:
+            compiled = torch.compile(model)
+            rows.append(("torch.compile", timings(compiled, arg_sets, a.reps)))
+        if a.graph:
+            replay = graphed(ours, arg_sets[0])
+            got = replay(*arg_sets[1]).double()
+            want = model(*arg_sets[1]).double()
+            gerr = float(torch.linalg.vector_norm(got - want) / torch.linalg.vector_norm(want).clamp_min(1e-30))
+            print(f"relative error of the graphed cuTile forward (other inputs) vs eager: {gerr:.2e}")
+            rows.append(("cuTile graph", timings(replay, arg_sets, a.reps)))
+            if not a.no_compile:
+                ro = torch.compile(model, mode="reduce-overhead")
+                rows.append(("compile r-o", timings(ro, arg_sets, a.reps)))
+        print(f"{'forward':<15}{'wall ms':>10}{'device ms':>11}{'host ms':>10}")
+        for name, t in rows:
+            print(f"{name:<15}{t['wall']:>10.3f}{t['device']:>11.3f}{t['host']:>10.3f}")
+        launches = per_launch(ours, arg_sets, a.reps)
+        if a.profile:
+            print(host_profile(ours, arg_sets[0]))
+    total = rows[0][1]["device"]
+    print(f"\n{'launch':<46}{'device ms':>10}{'host us':>9}")
+    for name, ms, us in launches:
+        print(f"{name:<46}{ms:>10.3f}{us:>9.1f}")
+    kern = sum(ms for _, ms, _ in launches)
+    print(f"{'sum of launches':<46}{kern:>10.3f}{sum(us for *_, us in launches):>9.1f}")
+    print(f"{'glue and gaps (device total - launches)':<46}{total - kern:>10.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
