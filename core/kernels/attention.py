@@ -46,15 +46,15 @@ def tiling(L: int, S: int, DP: int, DVP: int, dtype: str, masked: bool = False) 
     padded head dim (float32: 64x64, 64x32 past 128), the tiles shrunk to L and S. fp16/bf16 sequences of at most
     "attn_short_keys" keys take "attn_short_d64" / "attn_short_d128": the long-sequence tiles leave a short
     sequence's blocks too few and too long-lived to hide their latency. Unmasked ones (no causal mask, no mask or
-    side input in the scores) over more than "attn_long_keys" keys with head dims <= 64 take "attn_d64_long"."""
+    side input in the scores) over more than "attn_long_keys" keys take "attn_d64_long" / "attn_d128_long"."""
     wide = max(DP, DVP)
     occupancy = TILES["attn_occupancy"]
     if dtype == "float32":
         bm, bn = (64, 64) if wide <= 128 else (64, 32)
     elif wide <= 128 and S <= TILES["attn_short_keys"]:
         bm, bn, occupancy = TILES["attn_short_d64" if wide <= 64 else "attn_short_d128"]
-    elif wide <= 64 and S > TILES["attn_long_keys"] and not masked:
-        bm, bn, occupancy = TILES["attn_d64_long"]
+    elif wide <= 128 and S > TILES["attn_long_keys"] and not masked:
+        bm, bn, occupancy = TILES["attn_d64_long" if wide <= 64 else "attn_d128_long"]
     elif wide <= 64:
         (bm, bn), occupancy = TILES["attn_d64"], TILES["attn_d64_occupancy"]
     elif wide <= 128:

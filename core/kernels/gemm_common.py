@@ -110,7 +110,15 @@ TILES: dict[str, Any] = {
     # session 9, same run, device time (bench/gpu_session.sh prepared; flash 0.423 ms): 128x128 on 8 worker warps
     # at occupancy 1 (spill-free) 0.447 ms (0.95x), 64x128 0.458, 128x64 on 8 warps 0.523. Causal d64 fp16 (flash
     # 0.189): 128x128 on 8 warps 0.208, 64x128 0.198 (attn_d64 stayed 64x128 until session 19)
-    "attn_d128": (128, 128),
+    "attn_d128": (64, 128),
+    # ... 64x128 at attn_occupancy 2 (session 21) except unmasked sequences over attn_long_keys keys, which keep
+    # session 9's 128x128 on 8 worker warps at occupancy 1. H200, session 21, one run, device time (bench/
+    # variants_gemm.py --only D128; flash SDPA in brackets), 128x128 on 8 warps -> 64x128: sdpa 16x16x512x512x128
+    # bf16 (0.067 ms) 0.088 -> 0.074, 4x16x1024 (0.061) 0.074 -> 0.067, 8x16x2048 (0.421) 0.444 -> 0.457 (so the
+    # long unmasked rule); causal 16x16x512 (0.055) 0.073 -> 0.062, 4x16x1024 (0.050) 0.058 -> 0.051, 8x16x2048
+    # (0.269) 0.302 -> 0.281; attention by hand with Hugging Face's additive causal buffer 4x16x1024 0.094 -> 0.087,
+    # 2x32x2048 0.314 -> 0.297, unmasked by hand 4x16x1024 0.086 -> 0.080
+    "attn_d128_long": (128, 128, 1),
     "attn_d256": (64, 32),
     "attn_occupancy": 2,  # head dims 65..128 and float32; larger head dims, and tiles on attn_worker_warps, use 1
     # fp16/bf16 attention over at most attn_short_keys keys: (BM, BN, occupancy) by padded head dim (<= 64, <= 128).

@@ -132,12 +132,13 @@ def test_repeated_kv_heads_are_read_in_place():
 
 
 def test_head_dim_128_tiles_take_8_worker_warps_and_do_not_spill(monkeypatch):
-    """TILES["attn_d128"] 128x128 on attn_worker_warps (8) at occupancy 1: spill-free on sm_90 (a zero stack frame;
-    at the compiler's warp count and occupancy 2 the same tile spills). Smaller tiles (head dim 64: 64 x 64) and
-    float32 keep the compiler's warp count."""
+    """TILES["attn_d128_long"] 128x128 on attn_worker_warps (8) at occupancy 1 (unmasked, over attn_long_keys
+    keys: 260 here): spill-free on sm_90 (a zero stack frame; at the compiler's warp count and occupancy 2 the same
+    tile spills). Smaller tiles (head dim 64: 64 x 64) and float32 keep the compiler's warp count."""
     from tilestudio.core.kernels import gemm_common, generate_kernel
     from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
 
+    monkeypatch.setitem(gemm_common.TILES, "attn_long_keys", 256)
     spec = snippet_spec(*CASES["d128_bf16_8warps"], FAMILY)
     frames = {}
     for warps in (None, 8):
@@ -171,8 +172,8 @@ def test_attention_strided_inputs(name):
 
 def test_tiling_by_sequence_length_and_head_dim():
     """fp16/bf16 sequences of <= TILES["attn_short_keys"] keys: 64x64 tiles at occupancy 4 (head dims <= 64) or
-    64x128 at 2 (<= 128); longer ones 64x64 at 3 (<= 64; unmasked past 1024 keys 64x128 at 2) or 128x128 on 8
-    worker warps (<= 128); float32 64x64."""
+    64x128 at 2 (<= 128); longer ones 64x64 at 3 (<= 64) or 64x128 at 2 (<= 128), unmasked past 1024 keys
+    64x128 at 2 (<= 64) or 128x128 on 8 worker warps (<= 128); float32 64x64."""
     from tilestudio.core.kernels.attention import tiling
 
     assert tiling(197, 197, 64, 64, "float16") == (64, 64, None, 4)
@@ -181,7 +182,10 @@ def test_tiling_by_sequence_length_and_head_dim():
     assert tiling(2048, 2048, 64, 64, "float16") == (64, 128, None, 2)  # unmasked past attn_long_keys
     assert tiling(512, 512, 64, 64, "bfloat16") == (64, 64, None, 3)
     assert tiling(197, 197, 128, 128, "float16") == (64, 128, None, 2)
-    assert tiling(2048, 2048, 128, 128, "bfloat16") == (128, 128, 8, 1)
+    assert tiling(2048, 2048, 128, 128, "bfloat16") == (128, 128, 8, 1)  # unmasked past attn_long_keys
+    assert tiling(2048, 2048, 128, 128, "bfloat16", masked=True) == (64, 128, None, 2)
+    assert tiling(1024, 1024, 128, 128, "bfloat16") == (64, 128, None, 2)
+    assert tiling(512, 512, 80, 80, "float16") == (64, 128, None, 2)
     assert tiling(197, 197, 256, 256, "float16") == (64, 32, None, 1)
     assert tiling(197, 197, 64, 64, "float32") == (64, 64, None, 2)
     assert tiling(13, 9, 16, 16, "float16") == (16, 16, None, 4)  # shrunk to the sequence
