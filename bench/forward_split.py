@@ -21,15 +21,13 @@ import cProfile
 import importlib.util
 import io
 import pstats
-import os
 import statistics
 import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels import _cycles_per_ms  # noqa: E402
+from tilestudio.core.gpu_timing import graphed, spin_cycles_per_ms, time_split
 
 
 def load(path: str):
@@ -46,30 +44,6 @@ def fresh_inputs(mod, sets: int) -> list[list]:
         torch.manual_seed(1000 + i)
         out.append([t.cuda() if isinstance(t, torch.Tensor) else t for t in mod.get_inputs()])
     return out
-
-
-def timings(fn, arg_sets, reps: int, warmup: int = 5) -> dict[str, float]:
-    for i in range(warmup):
-        fn(*arg_sets[i % len(arg_sets)])
-    torch.cuda.synchronize()
-    wall, device, host = [], [], []
-    lead = int(_cycles_per_ms() * 3)
-    for i in range(reps):
-        args = arg_sets[i % len(arg_sets)]
-        for busy, into in ((False, wall), (True, device)):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if busy:
-                torch.cuda._sleep(lead)
-            s.record()
-            t0 = time.perf_counter()
-            fn(*args)
-            t1 = time.perf_counter()
-            e.record()
-            e.synchronize()
-            into.append(s.elapsed_time(e))
-            if busy:
-                host.append((t1 - t0) * 1e3)
-    return {k: statistics.median(v) for k, v in (("wall", wall), ("device", device), ("host", host))}
 
 
 def per_launch(fn, arg_sets, reps: int) -> list[tuple[str, float, float]]:
@@ -92,7 +66,7 @@ def per_launch(fn, arg_sets, reps: int) -> list[tuple[str, float, float]]:
     ct.launch = timed
     try:
         samples: list[list] = []
-        lead = int(_cycles_per_ms() * 3)
+        lead = int(spin_cycles_per_ms() * 3)
         for i in range(reps + 3):
             rows.clear()
             torch.cuda._sleep(lead)
@@ -107,7 +81,7 @@ def per_launch(fn, arg_sets, reps: int) -> list[tuple[str, float, float]]:
 
 
 def host_profile(fn, args, calls: int = 200, top: int = 25) -> str:
-    lead = int(_cycles_per_ms() * 50)
+    lead = int(spin_cycles_per_ms() * 50)
     prof = cProfile.Profile()
     for _ in range(calls // 20):
         torch.cuda._sleep(lead)  # the GPU stays busy for 20 forwards: the profile sees host work only
@@ -119,28 +93,6 @@ def host_profile(fn, args, calls: int = 200, top: int = 25) -> str:
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
     return out.getvalue()
-
-
-def graphed(fn, example: list):
-    """fn captured as one CUDA graph: a callable that copies its tensor inputs into the static ones and replays."""
-    static = [t.clone() if isinstance(t, torch.Tensor) else t for t in example]
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn(*static)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fn(*static)
-
-    def replay(*args):
-        for s, a in zip(static, args):
-            if isinstance(s, torch.Tensor):
-                s.copy_(a)
-        graph.replay()
-        return out
-    return replay
 
 
 def main() -> int:
@@ -161,20 +113,20 @@ def main() -> int:
         got = ours(*arg_sets[0]).double()
         err = float(torch.linalg.vector_norm(got - expect) / torch.linalg.vector_norm(expect).clamp_min(1e-30))
         print(f"relative error of the cuTile forward vs eager: {err:.2e}")
-        rows = [("cuTile", timings(ours, arg_sets, a.reps)), ("eager", timings(model, arg_sets, a.reps))]
+        rows = [("cuTile", time_split(ours, arg_sets, a.reps)), ("eager", time_split(model, arg_sets, a.reps))]
         if not a.no_compile:
             compiled = torch.compile(model)
-            rows.append(("torch.compile", timings(compiled, arg_sets, a.reps)))
+            rows.append(("torch.compile", time_split(compiled, arg_sets, a.reps)))
         if a.graph:
             replay = graphed(ours, arg_sets[0])
             got = replay(*arg_sets[1]).double()
             want = model(*arg_sets[1]).double()
             gerr = float(torch.linalg.vector_norm(got - want) / torch.linalg.vector_norm(want).clamp_min(1e-30))
             print(f"relative error of the graphed cuTile forward (other inputs) vs eager: {gerr:.2e}")
-            rows.append(("cuTile graph", timings(replay, arg_sets, a.reps)))
+            rows.append(("cuTile graph", time_split(replay, arg_sets, a.reps)))
             if not a.no_compile:
                 ro = torch.compile(model, mode="reduce-overhead")
-                rows.append(("compile r-o", timings(ro, arg_sets, a.reps)))
+                rows.append(("compile r-o", time_split(ro, arg_sets, a.reps)))
         print(f"{'forward':<15}{'wall ms':>10}{'device ms':>11}{'host ms':>10}")
         for name, t in rows:
             print(f"{name:<15}{t['wall']:>10.3f}{t['device']:>11.3f}{t['host']:>10.3f}")

@@ -317,6 +317,26 @@ def format_event(ev: dict) -> str | None:
     return None
 
 
+def timing_details(t: dict) -> list[str]:
+    """Lines under the wall-clock summary: device work and host enqueue time per forward (gpu_timing), whether
+    the cuTile forward is launch-bound, and its time as one CUDA graph (or why it could not be captured)."""
+    lines = []
+    names = [("eager", "eager"), ("cutile", "cuTile"), ("compile", "torch.compile")]
+    split = [f"{label} {t[f'{key}_device_ms']:.3f} / {t[f'{key}_host_ms']:.3f}" for key, label in names
+             if t.get(f"{key}_device_ms") is not None and t.get(f"{key}_host_ms") is not None]
+    if split:
+        lines.append("device / host ms per forward: " + " | ".join(split))
+    device, host = t.get("cutile_device_ms"), t.get("cutile_host_ms")
+    if device is not None and host is not None and host > device:
+        lines.append(f"the cuTile forward is launch-bound: the host takes {host:.3f} ms to enqueue {device:.3f} ms of "
+                     "GPU work")
+    if t.get("cutile_graph_ms") is not None:
+        lines.append(f"cuTile as one CUDA graph: {t['cutile_graph_ms']:.3f} ms")
+    elif t.get("cutile_graph_error"):
+        lines.append(f"cuTile as one CUDA graph: not captured ({t['cutile_graph_error']})")
+    return lines
+
+
 def print_report(report) -> None:
     t = report.timings
     if t:
@@ -324,4 +344,6 @@ def print_report(report) -> None:
         if "compile_ms" in t:
             line += f" | torch.compile {t['compile_ms']:.3f} ms ({t['speedup_vs_compile']:.2f}x vs compile)"
         print(line)
+        for extra in timing_details(t):
+            print(extra)
     print(f"{report.composed_file}: {report.status.upper()}", file=sys.stderr)

@@ -32,7 +32,8 @@ class KernelResult(BaseModel):
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     message: str = ""
-    time_ms: float | None = None
+    time_ms: float | None = None  # wall clock of one launch_<id> call on an idle GPU (host enqueue included)
+    device_ms: float | None = None  # its device work alone (gpu_timing.time_split)
 
 
 class ValidationReport(BaseModel):
@@ -70,6 +71,8 @@ def fold(report: ValidationReport, ev: dict[str, Any]) -> None:
         report.timings = {k: v for k, v in ev.items() if k != "event"}
         for kid, ms in (ev.get("per_kernel_ms") or {}).items():
             report.kernel(kid).time_ms = ms
+        for kid, ms in (ev.get("per_kernel_device_ms") or {}).items():
+            report.kernel(kid).device_ms = ms
     elif kind in ("error", "timeout", "crash", "garbage"):
         report.errors.append({k: v for k, v in ev.items()})
         if ev.get("kernel"):

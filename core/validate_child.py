@@ -14,7 +14,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import sys
 import time
 import traceback
@@ -101,24 +100,42 @@ def gpu_turn(exclusive: bool):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _time_ms(fn, args_sets: list, reps: int, warmup: int) -> float:
-    """Median of `reps` CUDA-event timings after `warmup` calls, rotating the input sets; alone on the GPU."""
-    import torch
+def _time_split(fn, args_sets: list, reps: int, warmup: int) -> dict[str, float]:
+    """gpu_timing.time_split (wall, device and host ms: medians over `reps` calls, input sets rotated), alone on
+    the GPU."""
+    from .gpu_timing import time_split
 
     with gpu_turn(exclusive=True):
-        for i in range(warmup):
-            fn(*args_sets[i % len(args_sets)])
-        torch.cuda.synchronize()
-        times = []
-        for i in range(reps):
-            args = args_sets[i % len(args_sets)]
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(*args)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-    return statistics.median(times)
+        return time_split(fn, args_sets, reps, warmup)
+
+
+def _time_forward(timings: dict, key: str, fn, args_sets: list, reps: int, warmup: int) -> None:
+    """timings[key + "_ms"] (wall: what a caller waits for), key + "_device_ms" and key + "_host_ms"."""
+    t = _time_split(fn, args_sets, reps, warmup)
+    timings[f"{key}_ms"], timings[f"{key}_device_ms"], timings[f"{key}_host_ms"] = t["wall"], t["device"], t["host"]
+
+
+def _time_graph(timings: dict, cutile, args_sets: list, reps: int, warmup: int) -> None:
+    """The cuTile forward captured as one CUDA graph and replayed: "cutile_graph_ms" (wall) when the capture works
+    and its replay on other inputs equals the plain forward's output, else "cutile_graph_error" saying why."""
+    import torch
+
+    from .gpu_timing import graphed
+
+    try:
+        with gpu_turn(exclusive=False):
+            replay = graphed(cutile, args_sets[0])
+            want = cutile(*args_sets[-1])
+            got = replay(*args_sets[-1])
+            torch.cuda.synchronize()
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        got = list(got) if isinstance(got, (tuple, list)) else [got]
+        if not all(torch.equal(a, b) for a, b in zip(got, want)):
+            timings["cutile_graph_error"] = "the replayed graph's output differs from the plain forward's"
+            return
+        timings["cutile_graph_ms"] = _time_split(replay, args_sets, reps, warmup)["wall"]
+    except Exception as exc:  # noqa: BLE001  (a forward that cannot be captured: said, not fatal)
+        timings["cutile_graph_error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--input-sets", type=int, default=3)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile timings")
+    parser.add_argument("--no-graph", action="store_true", help="skip timing the cuTile forward as a CUDA graph")
     args = parser.parse_args(argv)
     _events = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the composed file's prints go to stderr, never into the event stream
@@ -241,20 +259,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sets = [fresh_inputs(100 + i) for i in range(args.input_sets)]
         with torch.no_grad():
-            timings["eager_ms"] = _time_ms(model, sets, args.reps, args.warmup)
-            timings["cutile_ms"] = _time_ms(cutile, sets, args.reps, args.warmup)
+            _time_forward(timings, "eager", model, sets, args.reps, args.warmup)
+            _time_forward(timings, "cutile", cutile, sets, args.reps, args.warmup)
             if not args.no_compile:
                 compiled = torch.compile(model)
                 t0 = time.perf_counter()
                 compiled(*sets[0])
                 torch.cuda.synchronize()
                 timings["torch_compile_s"] = time.perf_counter() - t0
-                timings["compile_ms"] = _time_ms(compiled, sets, args.reps, args.warmup)
-            per_kernel = {}
+                _time_forward(timings, "compile", compiled, sets, args.reps, args.warmup)
+            per_kernel, per_kernel_device = {}, {}
             for kid, call_args in kernel_args.items():
-                launch = namespace[f"launch_{kid}"]
-                per_kernel[kid] = _time_ms(launch, [call_args], args.reps, args.warmup)
+                t = _time_split(namespace[f"launch_{kid}"], [call_args], args.reps, args.warmup)
+                per_kernel[kid], per_kernel_device[kid] = t["wall"], t["device"]
             timings["per_kernel_ms"] = per_kernel
+            timings["per_kernel_device_ms"] = per_kernel_device
+            if not args.no_graph:
+                _time_graph(timings, cutile, sets, args.reps, args.warmup)
         timings["speedup_vs_eager"] = timings["eager_ms"] / timings["cutile_ms"]
         if "compile_ms" in timings:
             timings["speedup_vs_compile"] = timings["compile_ms"] / timings["cutile_ms"]

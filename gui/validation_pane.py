@@ -26,7 +26,7 @@ from PySide6.QtGui import QColor, QFont, QTextCursor
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPlainTextEdit, QSizePolicy, QSplitter, QStyle,
                                QToolButton, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from tilestudio.core.cli import format_event
+from tilestudio.core.cli import format_event, timing_details
 from tilestudio.core.specs import Decomposition
 from tilestudio.core.validate import ValidationReport, fold
 
@@ -38,7 +38,7 @@ from .validation_support import (dry_run_text, kill_tree, log_kind_for, num, quo
                                  validate_command)
 from .widgets import PlaceholderTree, follow_palette_theme
 
-COLUMNS = ["Kernel", "Compile (s)", "Check", "Max abs err", "Max rel err", "Time (ms)", "Message"]
+COLUMNS = ["Kernel", "Compile (s)", "Check", "Max abs err", "Max rel err", "GPU (ms)", "Message"]
 ID_ROLE = Qt.ItemDataRole.UserRole
 WATCHDOG_MARGIN_S = 180  # on top of the validation timeout: re-analysis of the specs and the dry run come first
 
@@ -592,7 +592,7 @@ class ValidationPane(QWidget):
             parts.append(self._dim("composing…" if self.state == "composing" else "starting…"))
         sep = f" <span style='color:{self.theme.dim_text}'>·</span> "
         self.summary.setText(sep.join(parts))
-        self.summary.setToolTip("\n".join(str(e.get("message", "")) for e in r.errors))
+        self.summary.setToolTip("\n".join([str(e.get("message", "")) for e in r.errors] + timing_details(t)))
 
     def _timings_html(self, t: dict) -> str:
         """eager / torch.compile / cuTile times, the speedups green when cuTile is faster, amber when slower."""
@@ -606,7 +606,14 @@ class ValidationPane(QWidget):
             if value is not None:
                 colour = self._colour("pass" if value >= 1.0 else "no_gpu")
                 speed.append(f"<span style='color:{colour}'>{value:.2f}×</span> {label}")
-        return " | ".join(times) + (f" ({', '.join(speed)})" if speed else "")
+        text = " | ".join(times) + (f" ({', '.join(speed)})" if speed else "")
+        device, host = t.get("cutile_device_ms"), t.get("cutile_host_ms")
+        if device is not None and host is not None and host > device:
+            text += (f" · <span style='color:{self._colour('no_gpu')}'>launch-bound: the host takes {host:.3f} ms "
+                     f"to enqueue {device:.3f} ms of GPU work</span>")
+        if t.get("cutile_graph_ms") is not None:
+            text += f" · as one CUDA graph {t['cutile_graph_ms']:.3f} ms"
+        return text
 
     def _refresh_table(self) -> None:
         r = self.report
@@ -630,7 +637,9 @@ class ValidationPane(QWidget):
             item.setForeground(2, QColor(colour) if colour else self.palette().text())
             item.setText(3, num(k.max_abs_err, ".3g"))
             item.setText(4, num(k.max_rel_err, ".3g"))
-            item.setText(5, num(k.time_ms, ".3f"))
+            item.setText(5, num(k.device_ms if k.device_ms is not None else k.time_ms, ".3f"))
+            item.setToolTip(5, f"device work {num(k.device_ms, '.3f')} ms; one launch_{k.id} call on an idle GPU "
+                               f"{num(k.time_ms, '.3f')} ms (host enqueue included)")
             item.setText(6, k.message)
             item.setToolTip(6, k.message)
         for kid, (ok, seconds, message) in dry.items():

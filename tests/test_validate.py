@@ -41,6 +41,27 @@ def test_canned_pass_is_folded_into_a_report(tmp_path):
     assert [e["event"] for e in events][0] == "start"
 
 
+def test_device_and_host_split_is_folded_and_printed(tmp_path):
+    """Each forward's device work and host enqueue time and each kernel's device time reach the report; the CLI
+    says when the cuTile forward is launch-bound and what it takes as one CUDA graph (or why it was not captured)."""
+    from tilestudio.core.cli import timing_details
+
+    report, _ = run(fake_child(tmp_path, """
+        emit(event="timings", eager_ms=2.0, eager_device_ms=1.5, eager_host_ms=1.2, cutile_ms=0.8,
+             cutile_device_ms=0.36, cutile_host_ms=0.55, cutile_graph_ms=0.38, speedup_vs_eager=2.5,
+             per_kernel_ms={"k1": 0.09}, per_kernel_device_ms={"k1": 0.05})
+        emit(event="finished", passed=True)
+    """))
+    assert report.kernels[0].time_ms == 0.09 and report.kernels[0].device_ms == 0.05
+    lines = timing_details(report.timings)
+    assert lines[0] == "device / host ms per forward: eager 1.500 / 1.200 | cuTile 0.360 / 0.550"
+    assert "launch-bound" in lines[1] and "0.550 ms to enqueue 0.360 ms" in lines[1]
+    assert lines[2] == "cuTile as one CUDA graph: 0.380 ms"
+    lines = timing_details({"cutile_device_ms": 0.5, "cutile_host_ms": 0.1, "cutile_graph_error": "RuntimeError: x"})
+    assert lines == ["device / host ms per forward: cuTile 0.500 / 0.100",
+                     "cuTile as one CUDA graph: not captured (RuntimeError: x)"]
+
+
 def test_failing_kernel_makes_the_run_fail(tmp_path):
     report, _ = run(fake_child(tmp_path, """
         emit(event="kernel_check", kernel="k1", ok=False, max_abs_err=3.0, max_rel_err=1.0, message="out: max abs err 3")

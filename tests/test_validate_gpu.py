@@ -37,6 +37,10 @@ def test_corpus_model_validates(model, tmp_path):
     assert report.environment["compute_capability"].startswith("sm_")
     assert all(k.ok and k.compile_s is not None for k in report.kernels)
     assert report.timings["cutile_ms"] > 0 and report.timings["eager_ms"] > 0
+    t = report.timings
+    assert 0 < t["cutile_device_ms"] and 0 < t["cutile_host_ms"] and 0 < t["eager_device_ms"]
+    assert all(k.device_ms and k.device_ms > 0 for k in report.kernels)
+    assert t.get("cutile_graph_ms", 0) > 0, t.get("cutile_graph_error")  # every generated wrapper captures
 
 
 RELU_MODEL = textwrap.dedent("""
