@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 
 from .base import Unsupported
-from .expr_args import INT_DTYPES, float_literal, is_given
+from .expr_args import INT_DTYPES, float_literal, is_given, scalar_value
 from .expr_emitter import on_pair
-from .expr_math import MathExpansions, clamp_expr
+from .expr_math import MATH_TUNING, MathExpansions, clamp_expr, float32_recip
 from .indexing import is_ref
 
 
@@ -56,8 +56,12 @@ class BinaryOps(MathExpansions):
     op_mul = on_pair("{x} * {y}")
 
     def op_div(self, a):
-        q = f"{self.f(a['self'])} / {self.f(a['other'])}"
         mode = a.get("rounding_mode")
+        if not is_given(mode) and not is_ref(a["other"]) and MATH_TUNING["scalar_div_recip"]:
+            c = scalar_value(a["other"])
+            if c is not None:  # eager's own rule for a Python-number divisor (MATH_TUNING)
+                return f"{self.f(a['self'])} * {float_literal(float32_recip(c))}", "f"
+        q = f"{self.f(a['self'])} / {self.f(a['other'])}"
         if not is_given(mode):
             return q, "f"
         if mode == "floor":

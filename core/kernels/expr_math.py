@@ -34,7 +34,11 @@ ERFINV_TAIL = [2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.005739507
 #   erfc_folded:  with exp2, the erfc fit's argument scale, log2(e) and any output scale are folded into its
 #                 constants at generation time (gelu: 0.5 * erfc(|x| / sqrt(2)) costs one multiply less per constant
 #                 folded); rounding moves from the product into the constants, same error bound as exp2's.
-MATH_TUNING: dict[str, bool] = {"approx_recip": True, "exp2": True, "erfc_folded": True}
+#   scalar_div_recip: x / c for a Python-number divisor c as x * r, r = float32(1) / float32(c), which is what
+#                 PyTorch's CUDA true division does for a CPU scalar divisor (BinaryDivTrueKernel.cu: "compute a *
+#                 reciprocal(b)"), so the result matches eager bit for bit instead of paying the IEEE division
+#                 sequence per element (attention's `scores / math.sqrt(d)`: one multiply per score)
+MATH_TUNING: dict[str, bool] = {"approx_recip": True, "exp2": True, "erfc_folded": True, "scalar_div_recip": True}
 LOG2E = 1.4426950408889634
 
 # expm1(x) for |x| < 0.5: Taylor series to x^9 (error < 1e-9).
@@ -61,6 +65,13 @@ def horner(coeffs: Sequence[float], var: str) -> str:
     for c in reversed(coeffs[:-1]):
         expr = f"{float_literal(c)} + {var} * ({expr})"
     return expr
+
+
+def float32_recip(c: float) -> float:
+    """float32(1) / float32(c), IEEE-rounded in float32 (as PyTorch computes a CPU scalar divisor's reciprocal)."""
+    import torch
+
+    return float(torch.tensor(1.0, dtype=torch.float32) / torch.tensor(float(c), dtype=torch.float32))
 
 
 def fast_recip(d: str, approx: bool | None = None) -> str:
