@@ -91,7 +91,7 @@ CASES = [
       ("64x128x64", {"mm_low": (64, 128, 64)}),
       ("128x64x64", {"mm_low": (128, 64, 64)}),
       ("64x64x64 occ=3", {"mm_low": (64, 64, 64), "mm_occupancy": 3}),
-      ("128x128x64 occ=1", {"mm_occupancy": 1}),
+      ("128x128x64 occ=2 (session 20)", {"mm_occupancy_one_wave": None}),
       ("128x128x128 occ=1", {"mm_low": (128, 128, 128), "mm_occupancy": 1})]),
     ("linear 4096x2048->2048 bf16 (Llama q_proj)", _mod(f"self.l = nn.Linear(2048, 2048, bias=False).to({BF})",
                                                         "self.l(x)"),

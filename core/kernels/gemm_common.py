@@ -48,6 +48,10 @@ TILES: dict[str, Any] = {
     # resident CTAs let one block's output stores overlap the next block's loads
     "mm_occupancy": 2,  # H200: mm 4096^3 fp16 0.232 -> 0.213 ms, linear+gelu 8192^3 bf16 1.781 -> 1.749 ms
     "mm_occupancy_one_step": 2,
+    # ... and for fp16/bf16 GEMMs with a K loop whose grid is at most one block per SM (None: "mm_occupancy"). H200,
+    # session 21, linear 4096x2048->512 bf16 (a Llama k_proj: 128 blocks of 128x128x64), same run, device time
+    # (cuBLAS 0.016 ms): occupancy 2 0.020 ms, 1 0.016; 64x128 tiles at 2 (256 blocks) 0.018
+    "mm_occupancy_one_wave": 1,
     # N tiles per block of a one-K-step GEMM (matmul.n_tiles_per_block): A's tile loaded once, then per N tile
     # B's tile, the mma, the epilogue and the store. H200, bmm 64x1024x128x1024 bf16, same run, device time
     # (session 7; cuBLAS 0.052 ms): 1 tile 0.079 ms (0.66x), 2 0.059, 4 0.055 (0.94x), 8 0.057; 4 at occupancy

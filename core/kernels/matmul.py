@@ -319,13 +319,17 @@ def worker_warps_for(bm: int, bn: int, low: bool) -> int | None:
     return int(warps) if warps and low and bm * bn >= TILES["mm_worker_warps_min_elems"] else None
 
 
-def occupancy_for(K: int, bk: int, low: bool, worker_warps: int | None = None) -> int | None:
+def occupancy_for(K: int, bk: int, low: bool, worker_warps: int | None = None,
+                  blocks: int | None = None) -> int | None:
     """The occupancy hint of the table: its worker-warps entry for a kernel on TILES["mm_worker_warps"], its
-    one-K-step entry when the whole K fits one step (fp16/bf16)."""
+    one-K-step entry when the whole K fits one step (fp16/bf16), its one-wave entry for a fp16/bf16 K loop whose
+    grid of `blocks` has at most one block per SM (nothing shares an SM, so the hint only caps registers)."""
     if worker_warps:
         return TILES["mm_occupancy_worker_warps"]
     if low and cdiv(K, bk) == 1:
         return TILES["mm_occupancy_one_step"]
+    if low and blocks is not None and blocks <= NUM_SMS and TILES["mm_occupancy_one_wave"]:
+        return TILES["mm_occupancy_one_wave"]
     return TILES["mm_occupancy"]
 
 
@@ -614,7 +618,8 @@ class _Builder(SideOperands):
         consts = ["TRANS_A", "TRANS_B", "BM", "BN", "BK", "GROUP_M"]
         sig_params = params + [f"{c}: ct.Constant[{'bool' if c.startswith('TRANS') else 'int'}]" for c in consts]
         ww = worker_warps_for(self.tile_m, self.tile_n, self.low)
-        deco = kernel_decorator(occupancy_for(g.K, self.tile_k, self.low, ww), TILES["mm_num_ctas"], ww)
+        occupancy = occupancy_for(g.K, self.tile_k, self.low, ww, blocks * max(1, self.batch))
+        deco = kernel_decorator(occupancy, TILES["mm_num_ctas"], ww)
         head = [deco, f"def {kid}_kernel({', '.join(sig_params)}):",
                 f'    """{self.anchor.op} as a {"batched " if g.batch_shape else ""}GEMM: ({g.M} x {g.K}) @ '
                 f'({g.K} x {g.N}){f" x {prod(g.batch_shape)}" if g.batch_shape else ""}, fused epilogue."""']
@@ -676,7 +681,7 @@ class _Builder(SideOperands):
         W(f"    return {', '.join(o.name for o in spec.outputs)}")
         code = kernel + "\n\n" + "\n".join(w) + "\n"
         notes = [f"tiles BM={self.tile_m} BN={self.tile_n} BK={self.tile_k}, GROUP_M={TILES['mm_group_m']}"
-                 + (f", occupancy {occ}" if (occ := occupancy_for(g.K, self.tile_k, self.low, ww)) else "")
+                 + (f", occupancy {occupancy}" if occupancy else "")
                  + (f", {ww} worker warps" if ww else "")
                  + (", batch folded into M" if g.fold else "")
                  + (f", {self.n_loop} N tiles per block" if self.n_loop > 1 else "")
