@@ -205,13 +205,13 @@ def _local(name: str) -> str:
 
 def _glue_call(g, names: dict[str, str]) -> str:
     from .opgraph import OpNode
-    from .reference_code import call_source
+    from .reference_code import glue_source
 
     node = OpNode(name=g.node, target=g.target, args=g.args, kwargs=g.kwargs)
     missing = [r for r in refs_in(g.args) + refs_in(list(g.kwargs.values())) if r not in names]
     for r in missing:
         names[r] = _local(r)
-    return call_source(node, names)
+    return glue_source(node, names)
 
 
 def _reference(dec: Decomposition, reference_fn: str) -> str:
