@@ -32,7 +32,10 @@ R8 attention  A matmul of the single-use result of a last-dim softmax (alone in 
               baddbmm with beta=0, and its elementwise epilogue: scale, masked_fill, additive mask) joins both:
               attention written by hand is one flash-attention kernel (the library's family "attention"), never
               materializing the scores. Grouped-query heads repeated by Hugging Face's repeat_kv (unsqueeze,
-              expand, reshape; repeat_kv.py) join too: the kernel reads key/value head h // n_rep.
+              expand, reshape; repeat_kv.py) join too: the kernel reads key/value head h // n_rep. So does a
+              transpose(1, 2) that is the only use of an attention kernel's rank-4 result (this one's or
+              scaled_dot_product_attention's): the kernel writes (B, L, H, D) itself, and the model's
+              .contiguous() before merging the heads copies nothing.
 R9 rotate_half
               Rotary embeddings' rotate_half(x) = cat((-x[..., H:], x[..., :H]), -1) over a last dim of 2H
               (rotate_half.py) is one elementwise value: the two slices and the cat join the kernel of the
@@ -70,6 +73,7 @@ class Group:
     nodes: list[str]
     anchor: str | None = None  # node name of the anchor op, None for a purely elementwise kernel
     rules: list[str] = field(default_factory=list)
+    sealed: bool = False  # ends in glue it absorbed (an attention output's head transpose): nothing joins after
 
     def add_rule(self, rule: str) -> None:
         if rule not in self.rules:
@@ -215,6 +219,8 @@ class _Fuser:
                     continue
             if info.is_glue and base_op(node.op) == "cat" and self._fuse_rotate_half(node):
                 continue
+            if info.is_glue and base_op(node.op) == "transpose" and self._absorb_head_transpose(node):
+                continue
             if info.is_glue:
                 glue.append(node.name)
                 continue
@@ -263,7 +269,7 @@ class _Fuser:
                 continue
             pg = self.group_of[prod]
             anchor = self.groups[pg].anchor
-            if anchor is not None and self.info[anchor].category not in EPILOGUE_ANCHORS:
+            if anchor is not None and self.info[anchor].category not in EPILOGUE_ANCHORS or self.groups[pg].sealed:
                 continue
             if self.nodes[self.resolve(ref)].target == "getitem" and anchor is None:
                 continue
@@ -391,6 +397,33 @@ class _Fuser:
             self.glue.remove(name)
             self.group_of[name] = gid
         group.nodes = sorted(group.nodes + list(m.nodes), key=self.order.__getitem__)
+
+    def _absorb_head_transpose(self, node: OpNode) -> bool:
+        """R8 / attention: `node`, transpose(1, 2) of a rank-4 attention kernel's only result and its only use
+        (`(p @ v).transpose(1, 2).contiguous()`: the heads back beside the features), joins that kernel, which then
+        writes the (B, L, H, D) tensor directly instead of glue copying it; the kernel is sealed."""
+        refs = node_refs(node)
+        if len(refs) != 1 or node.meta is None or len(node.meta.shape) != 4 or len(node.args) != 3:
+            return False
+        if not all(isinstance(d, int) for d in node.args[1:]) or {d % 4 for d in node.args[1:]} != {1, 2}:
+            return False
+        src = self.resolve(refs[0])
+        prod = self.producer(src)
+        if prod is None or prod not in self.group_of or self.use_count(src) != 1:
+            return False
+        gid = self.group_of[prod]
+        group = self.groups[gid]
+        anchor = group.anchor
+        if group.sealed or not ("R8" in group.rules or anchor and self.info[anchor].category == "attention"):
+            return False
+        for n in group.nodes:  # the attention result must be the kernel's only value used outside it
+            if n != prod and (n in self._resolved_outputs()
+                              or any(self.group_of.get(u) != gid for u in self.uses.get(n, []))):
+                return False
+        group.nodes.append(node.name)
+        group.sealed = True
+        self.group_of[node.name] = gid
+        return True
 
     def _matmul_form(self, node: OpNode) -> str | None:
         """einsum_forms.attention_matmul_form of `node`, with its two operands (baddbmm: and its ignored input)."""

@@ -442,3 +442,41 @@ def test_r8_leaves_repeated_heads_used_elsewhere_to_glue(decompose):
     """, inputs="[torch.randn(2, 6, 8, 16), torch.randn(2, 2, 8, 16), torch.randn(2, 6, 8, 16)]")
     attention = next(k for k in dec.kernels if "R8" in k.fusion_rules)
     assert "expand" not in attention.operations and "k" not in [t.name for t in attention.inputs]
+
+
+def test_attention_writes_its_heads_back_beside_the_features(decompose):
+    """nanoGPT's `(att @ v).transpose(1, 2).contiguous().view(B, T, C)`: the transpose joins the attention kernel,
+    whose output is the (B, T, H, D) tensor (written directly; the .contiguous() copies nothing), and nothing joins
+    after it: the multiply after the view is its own kernel. scaled_dot_product_attention's result too."""
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            y = torch.softmax(q @ k.transpose(-2, -1) * 0.25, -1) @ v
+            return y.transpose(1, 2).contiguous().view(2, 8, 48) * 2.0
+    """, inputs="[torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16)]")
+    attention, mul = dec.kernels
+    assert attention.operations[-1] == "transpose" and "R8" in attention.fusion_rules
+    assert [o.shape for o in attention.outputs] == [[2, 8, 3, 16]]
+    assert mul.operations == ["mul"]
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
+    """, inputs="[torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16)]")
+    (kernel,) = dec.kernels
+    assert kernel.operations == ["scaled_dot_product_attention", "transpose"]
+    assert [o.shape for o in kernel.outputs] == [[2, 8, 3, 16]]
+
+
+@pytest.mark.parametrize("forward", [
+    "y = F.scaled_dot_product_attention(q, k, v)\n            return y.transpose(1, 2), y",  # y used twice
+    "return F.scaled_dot_product_attention(q, k, v).transpose(2, 3)",  # not the heads and the sequence
+])
+def test_attention_keeps_other_transposes_in_glue(decompose, forward):
+    dec = decompose(f"""
+    class Model(nn.Module):
+        def forward(self, q, k, v):
+            {forward}
+    """, inputs="[torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16), torch.randn(2, 3, 8, 16)]")
+    (kernel,) = dec.kernels
+    assert "transpose" not in kernel.operations and [o.shape for o in kernel.outputs] == [[2, 3, 8, 16]]

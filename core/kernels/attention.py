@@ -19,8 +19,8 @@ from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args, scalar_value
 from .gemm_common import TILES, kernel_decorator
-from .indexing import (SideLoader, array_param, elementwise, guarded, input_args, input_for, module, out_param,
-                       output_vars, scalar_param, split_anchor)
+from .indexing import (SideLoader, array_param, elementwise, guarded, input_args, input_for, is_ref, module,
+                       out_param, output_vars, scalar_param, split_anchor)
 
 I = "    "
 LOG2E = 1.0 / math.log(2.0)
@@ -39,6 +39,34 @@ def _as4d(name: str, shape: list[int]) -> tuple[str, list[int]]:
         lead = math.prod(shape[:-3])
         return f"{name}.reshape({lead}, {shape[-3]}, {shape[-2]}, {shape[-1]})", [lead] + list(shape[-3:])
     raise Unsupported(f"attention operand of rank {r}")
+
+
+def head_transpose(ops: list) -> tuple[list, object | None]:
+    """(ops, None), or (ops without it, the op) when the kernel ends in the transpose(1, 2) of its rank-4 result
+    that fusion absorbs (fusion._absorb_head_transpose): the kernel then writes the (B, L, H, D) tensor."""
+    if ops and ops[-1].op == "transpose" and len(ops[-1].output) == 4 and is_ref(ops[-1].args[0]):
+        return ops[:-1], ops[-1]
+    return ops, None
+
+
+def output_views(spec: KernelSpec, env: dict[str, str], out_shape: list[int], head_t) -> list[tuple[object, str, str]]:
+    """(output, its tile variable, the (B, H, L, E) view the kernel stores through) for each spec output: the
+    output itself (_as4d), or for the head-transposed result its transpose(1, 2), a strided view of the
+    (B, L, H, E) tensor it is allocated as."""
+    if head_t is not None:
+        src = head_t.args[0]["ref"]
+        if src not in env:
+            raise Unsupported(f"{head_t.target}: transposes {src}, not the attention result")
+        env = {**env, head_t.node: env[src]}
+    out = []
+    for o, var in output_vars(spec, env):
+        shape, view = out_shape, _as4d(o.name, out_shape)[0]
+        if head_t is not None and (o.graph_value or o.name) == head_t.node:
+            shape, view = [out_shape[0], out_shape[2], out_shape[1], out_shape[3]], f"{o.name}.transpose(1, 2)"
+        if list(o.shape) != list(shape):
+            raise Unsupported(f"output {o.name} {o.shape} differs from the attention output {shape}")
+        out.append((o, var, view))
+    return out
 
 
 def tiling(L: int, S: int, DP: int, DVP: int, dtype: str, masked: bool = False) -> tuple[int, int, int | None, int]:
@@ -108,6 +136,7 @@ def generate(spec: KernelSpec) -> KernelSource:
 
         return generate_manual(spec)
     prologue, rec, epilogue = split_anchor(spec, "attention")
+    epilogue, head_t = head_transpose(epilogue)
     if prologue:
         raise Unsupported("attention with a fused prologue")
     if rec.op != "scaled_dot_product_attention":
@@ -265,10 +294,7 @@ def generate(spec: KernelSpec) -> KernelSource:
         sides = SideLoader(spec, coords, out_shape, "(BM, DVP)", lines, I, exclude=reshaped)
         env = elementwise(epilogue, env, sides, lines, I)
     o4 = {}
-    for o, var in output_vars(spec, env):
-        if o.shape != out_shape:
-            raise Unsupported(f"output {o.name} {o.shape} differs from the attention output {out_shape}")
-        ov, _ = _as4d(o.name, out_shape)
+    for o, var, ov in output_views(spec, env, out_shape, head_t):
         o4[o.name] = ov
         lines.append(f"{I}ct.store({out_param(o)}, index=(b, h, pid_m, 0), "
                      f"tile=ct.reshape(ct.broadcast_to({var}, (BM, DVP)), (1, 1, BM, DVP))"

@@ -20,12 +20,11 @@ from ..fusion import SOFTMAX_CASTS
 from ..op_values import spec_lookup
 from ..repeat_kv import RepeatKV
 from ..specs import KernelSpec
-from .attention import LOG2E, _as4d, launcher, tiling
+from .attention import LOG2E, _as4d, head_transpose, launcher, output_views, tiling
 from .base import ITEMSIZE, KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args
 from .gemm_common import TILES, kernel_decorator
-from .indexing import (SideLoader, array_param, elementwise, input_args, input_for, is_ref, module, out_param,
-                       output_vars, tup)
+from .indexing import SideLoader, array_param, elementwise, input_args, input_for, is_ref, module, out_param, tup
 
 I = "    "
 
@@ -128,6 +127,7 @@ def _head(n_rep: int) -> str:
 
 def generate_manual(spec: KernelSpec) -> KernelSource:
     repeats, ops = _repeats(spec)
+    ops, head_t = head_transpose(ops)
     mm1, score_ops, sm, mm2, epilogue, cast = _parts(ops)
     if sm.op not in ("softmax", "_softmax"):
         raise Unsupported(f"attention by hand with {sm.op}")
@@ -235,10 +235,8 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
         env = elementwise(epilogue, env, SideLoader(spec, ocoords, out_shape, "(BM, DVP)", lines, I,
                                                     exclude=reshaped), lines, I)
     o4 = {}
-    for o, var in output_vars(spec, env):
-        if list(o.shape) != out_shape:
-            raise Unsupported(f"output {o.name} {o.shape} differs from the attention output {out_shape}")
-        o4[o.name] = _as4d(o.name, out_shape)[0]
+    for o, var, ov in output_views(spec, env, out_shape, head_t):
+        o4[o.name] = ov
         lines.append(f"{I}ct.store({out_param(o)}, index=(b, h, pid_m, 0), "
                      f"tile=ct.reshape(ct.broadcast_to({var}, (BM, DVP)), (1, 1, BM, DVP))"
                      f".astype({out_param(o)}.dtype))")

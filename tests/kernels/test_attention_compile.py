@@ -95,6 +95,11 @@ CASES = {
                                           "q, k, v, m"),
                                   f"[{qkv(2, 4, 21, 64, 32, hk=2, dtype='.to(torch.bfloat16)')}, "
                                   "torch.randn(2, 1, 21, 64).to(torch.bfloat16)]"),
+    # the output's transpose(1, 2) joins the kernel, which stores through a strided view of the (B, L, H, D) result
+    "manual_head_transpose_fp16": (forward("(torch.softmax(q @ k.transpose(-2, -1) * 0.125, -1) @ v).transpose(1, 2)",
+                                           "q, k, v"), f"[{qkv(2, 3, 21, 37, 32, dtype='.half()')}]"),
+    "head_transpose_epilogue": (forward(f"({SDPA}(q, k, v, is_causal=True) * 0.5).transpose(1, 2)", "q, k, v"),
+                                f"[{qkv(2, 2, 13, 13, 16)}]"),
     "manual_bmm_rank3_bf16": (forward("torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)), -1), v)", "q, k, v"),
                               f"[{qkv(3, 0, 70, 50, 24, ev=40, dtype='.to(torch.bfloat16)')}]"),
 }

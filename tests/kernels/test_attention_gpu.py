@@ -83,6 +83,11 @@ VARIANTS = {
                              f"dim=-1, dtype=torch.float32).to(q.dtype), r(v)))({REPEAT_KV})", "q, k, v, m",
                              _with_mask("torch.randn({B}, 1, {L}, {S}){dt}"),
                              [(2, 8, 40, 40, 32, 32, 2), (2, 16, 1024, 1024, 128, 128, 4), (1, 6, 77, 300, 80, 80, 3)]),
+    # the output's transpose(1, 2) joined to the kernel: it stores into the (B, L, H, D) tensor through a strided view
+    "head_transpose": (f"({SDPA}(q, k, v, is_causal=True) * 0.5).transpose(1, 2)", "q, k, v", _qkv,
+                       [(2, 3, 21, 37, 64), (4, 16, 1024, 1024, 128), (1, 2, 77, 300, 80)]),
+    "manual_head_transpose": ("(torch.softmax(q @ k.transpose(-2, -1) * 0.125, -1) @ v).transpose(1, 2)", "q, k, v",
+                              _qkv, [(2, 3, 13, 21, 12), (8, 12, 1024, 1024, 64), (2, 8, 197, 197, 80)]),
 }
 CORE = {"plain", "causal", "key_padding_mask", "manual_causal_fill"}
 CASES = gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE)
