@@ -248,7 +248,7 @@ class _RowNorm:
         if self.split:
             self.segments = 1
         elif self.segments == 1:
-            tma_occ = TUNING["norm_masked_tma_occupancy"] if self.gen.rows_aligned() else None
+            tma_occ = self.gen.masked_tma_occupancy("norm_masked_tma_occupancy")
             layout.persist(self.gen.kernel, passes=2 if layout.nch > 1 else 1, tma_occupancy=tma_occ)
             occ = TUNING["chunked_occupancy"]
             if occ and kind == "group" and layout.nch > 1 and not layout.persistent:  # a block per group, two walks

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..fusion import ROW_STAT_MAX
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported
-from .rowwise import TUNING, SameShapeGen, choose_tiles_full_row, flit, make_layout
+from .rowwise import SameShapeGen, choose_tiles_full_row, flit, make_layout
 from .rowwise_spec import Parts
 
 
@@ -32,7 +32,7 @@ def generate_rows(spec: KernelSpec, parts: Parts, red, shape: list[int], dims: l
     if layout.kind != "row" or layout.nch != 1:
         raise Unsupported(f"{parts.anchor.op} over rows longer than {ROW_STAT_MAX} broadcast back over them")
     gen = SameShapeGen(spec, parts, layout)
-    tma_occ = TUNING["norm_masked_tma_occupancy"] if gen.rows_aligned() else None
+    tma_occ = gen.masked_tma_occupancy("norm_masked_tma_occupancy")
     layout.persist(gen.kernel, tma_occupancy=tma_occ)
     k = gen.kernel.body
     layout.emit_block_coords(k)

@@ -172,6 +172,13 @@ class SameShapeGen:
         freshly allocated outputs): TMA can store their tiles."""
         return self.L.kind == "row" and all(not off_16_bytes(t.dtype, self.L.R) for _, t in self.out_views)
 
+    def masked_tma_occupancy(self, key: str) -> int | None:
+        """TUNING[key] (the occupancy at which stacked masked rows store through TMA) where rows_aligned(), else
+        None (plain stores)."""
+        from .rowwise import TUNING  # (rowwise imports this module)
+
+        return TUNING[key] if self.rows_aligned() else None
+
     @property
     def device(self) -> str:
         return first_tensor(self.spec).name

@@ -48,7 +48,7 @@ def generate(spec: KernelSpec) -> KernelSource:
                           f"{layout.view_shape}, tile {layout.tile}, read once: {split[0]} blocks per row of "
                           f"{split[1]} chunks each, held in registers, max and sum merged through atomics",
                           grid=grid, extra_lines=extra)
-    tma_occ = TUNING["stacked_masked_tma_occupancy"] if gen.rows_aligned() else None
+    tma_occ = gen.masked_tma_occupancy("stacked_masked_tma_occupancy")
     layout.persist(gen.kernel, passes=2 if layout.nch > 1 else 1, allow=not wide, tma_occupancy=tma_occ)
     if words_fit(parts, layout):
         return generate_words(gen, log, safe, _exp)
