@@ -69,8 +69,17 @@ def _summary(arg: Any) -> str:
     return repr(arg)
 
 
-def fake_tensor(t: TensorSpec, device: str = "meta") -> torch.Tensor:
-    return torch.empty(t.shape, dtype=getattr(torch, t.dtype), device=device)
+def fake_tensor(t: TensorSpec, device: str = "meta", strided: bool = False) -> torch.Tensor:
+    """An empty tensor of t's shape and dtype; `strided`: for rank >= 2, a non-contiguous view (dims stored in
+    reverse order, or the rows of a buffer twice as wide), as a permuted, transposed or sliced input arrives."""
+    x = torch.empty(t.shape, dtype=getattr(torch, t.dtype), device=device)
+    if strided and x.dim() >= 2:
+        order = list(range(x.dim()))[::-1]
+        x = x.permute(order).contiguous().permute(order)
+        if x.is_contiguous():  # one dim > 1 (an (N, 1) column): rows of a wider buffer instead
+            wide = torch.empty(list(t.shape[:-1]) + [2 * t.shape[-1]], dtype=x.dtype, device=device)
+            x = wide[..., :t.shape[-1]]
+    return x
 
 
 def load_source(source: KernelSource) -> dict[str, Any]:
@@ -84,10 +93,12 @@ def load_source(source: KernelSource) -> dict[str, Any]:
     return namespace
 
 
-def trace_launches(source: KernelSource, spec: KernelSpec, device: str = "meta") -> list[LaunchRecord]:
-    """Run the launch wrapper (and prepare, if any) on fake tensors; return the recorded launches."""
+def trace_launches(source: KernelSource, spec: KernelSpec, device: str = "meta",
+                   strided: bool = False) -> list[LaunchRecord]:
+    """Run the launch wrapper (and prepare, if any) on fake tensors (`strided`: rank >= 2 ones as non-contiguous
+    views, fake_tensor); return the recorded launches."""
     namespace = load_source(source)
-    args = [t.value if t.role == "scalar" else fake_tensor(t, device) for t in spec.inputs]
+    args = [t.value if t.role == "scalar" else fake_tensor(t, device, strided) for t in spec.inputs]
     if source.prepare_name:
         params = [a for a, t in zip(args, spec.inputs) if t.role in ("parameter", "buffer")]
         prepared = namespace[source.prepare_name](*params)

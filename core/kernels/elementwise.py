@@ -30,7 +30,7 @@ import math
 import re
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
-from . import elementwise_rotate
+from . import elementwise_rotate, elementwise_strided
 from .base import ITEMSIZE, KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, emit_elementwise
 from .gemm_common import kernel_decorator
@@ -166,6 +166,38 @@ def _iteration_shape(spec: KernelSpec, ops: list[OpRecord], tensors: list[Tensor
         return [int(d) for d in torch.broadcast_shapes(*[torch.Size(s) for s in shapes])]
     except RuntimeError as exc:
         raise Unsupported(f"shapes do not broadcast: {shapes}") from exc
+
+
+def _strided_kernel(sp, kid, kparams, rotations, ops, by_value, params, scalar_by_value, scalar_params, outputs,
+                    out_params, shapes, load_hint, store_hint) -> list[str]:
+    """{kid}_strided_kernel: the same fused ops over (BS, DP) tiles read through each operand's strides."""
+    ind = "    "
+    lines = elementwise_strided.coordinates(sp, ind)
+
+    def load_side(value: str) -> str:
+        if value in scalar_by_value:
+            return scalar_params[value]
+        op = by_value.get(value)
+        if op is None:
+            raise Unsupported(f"operand {value} is neither a spec input nor computed by an earlier op")
+        is_bool = op.spec.dtype == "bool"
+        var = f"{'eb' if is_bool else 'ld'}_{_ident(op.spec.name)}"
+        cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
+        lines.append(f"{ind}{var} = {elementwise_strided.load(sp, params[op.spec.name], op.spec.shape, cast, load_hint)}")
+        return var
+
+    env: dict[str, str] = {}
+    for i, rot in enumerate(rotations):
+        env[rot.m.x] = x_var = env.get(rot.m.x) or load_side(rot.m.x)
+        env[rot.m.cat] = elementwise_strided.rotate(sp, i, x_var, rot.m.half, lines, ind)
+    out_env = emit_elementwise(ops, env, load_side, lines, ind, shapes=shapes)
+    for t, param in zip(outputs, out_params):
+        value = t.graph_value or t.name
+        if value not in out_env:
+            raise Unsupported(f"output {t.name} ({value}) is not computed by the kernel's ops")
+        lines.append(ind + elementwise_strided.store(sp, param, f"{out_env[value]}.astype({param}.dtype)", store_hint))
+    return [kernel_decorator(MEMORY_TUNING["elementwise_occupancy"]),
+            f"def {kid}_strided_kernel({', '.join(kparams)}):"] + lines
 
 
 def generate(spec: KernelSpec) -> KernelSource:
@@ -308,6 +340,12 @@ def generate(spec: KernelSpec) -> KernelSource:
     kparams = [params[op.spec.name] for op in ins] + out_params + [scalar_params[t.graph_value or t.name]
                                                                   for t in scalars]
     kernel = [kernel_decorator(MEMORY_TUNING["elementwise_occupancy"]), f"def {kid}_kernel({', '.join(kparams)}, BLOCK: ct.Constant[int]):"] + body
+    sp = elementwise_strided.plan(iter_shape, all(math.prod(t.shape) == numel for t in spec.outputs), needs_index,
+                                  [r.m.half for r in rotations if by_value[r.m.x].kind() == "full"]
+                                  if all(by_value[r.m.x].kind() == "full" for r in rotations) else [0])
+    if sp is not None:
+        kernel += ["", ""] + _strided_kernel(sp, kid, kparams, rotations, ops, by_value, params, scalar_by_value,
+                                             scalar_params, spec.outputs, out_params, shapes, load_hint, store_hint)
 
     args = [t.name for t in spec.inputs]
     wrapper = [f"def launch_{kid}({', '.join(args)}):"]
@@ -319,8 +357,19 @@ def generate(spec: KernelSpec) -> KernelSource:
     call_args += [f"{p}.view(-1)" for p in out_params]
     call_args += [f"float({t.name})" for t in scalars]
     call_args.append(f"{kid}_BLOCK")
-    wrapper.append(f"    ct.launch(torch.cuda.current_stream(), ({kid}_GRID,), {kid}_kernel, "
+    flat_launch = (f"ct.launch(torch.cuda.current_stream(), ({kid}_GRID,), {kid}_kernel, "
                    f"({', '.join(call_args)},))")
+    if sp is None:
+        wrapper.append(f"    {flat_launch}")
+    else:  # strided views are read in place by the strided kernel (elementwise_strided.py)
+        strided_args = [elementwise_strided.view(sp, t.name, t.shape) for t in tensors]
+        strided_args += [f"{p}.view{sp.shape!r}" for p in out_params]
+        strided_args += [f"float({t.name})" for t in scalars]
+        wrapper += [f"    if {' and '.join(f'{t.name}.is_contiguous()' for t in tensors)}:",
+                    f"        {flat_launch}",
+                    "    else:",
+                    f"        ct.launch(torch.cuda.current_stream(), ({sp.grid},), {kid}_strided_kernel, "
+                    f"({', '.join(strided_args)},))"]
     ret = ", ".join(out_params)
     wrapper.append(f"    return {ret}")
 
@@ -334,8 +383,12 @@ def generate(spec: KernelSpec) -> KernelSource:
     ]
     code = "\n".join(header) + "\n\n\n" + "\n".join(kernel) + "\n\n\n" + "\n".join(wrapper) + "\n"
     notes = [f"flat 1D tiles of {block} elements, grid {grid}; collapsed shape {cshape}"]
+    if sp is not None:
+        notes.append(f"inputs that are strided views at run time: {kid}_strided_kernel reads them in place in "
+                     f"({sp.bs}, {sp.dp}) tiles, grid {sp.grid}")
     bcast = [op.spec.name for op in ins if op.kind() == "bcast"]
     if bcast:
         notes.append(f"broadcast inputs gathered by computed index: {', '.join(bcast)}")
     return KernelSource(spec_id=kid, family="elementwise", code=code, launch_name=f"launch_{kid}",
-                        kernel_names=[f"{kid}_kernel"], notes=notes)
+                        kernel_names=[f"{kid}_kernel"] + ([f"{kid}_strided_kernel"] if sp is not None else []),
+                        notes=notes)

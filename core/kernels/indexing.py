@@ -43,6 +43,11 @@ MEMORY_TUNING: dict[str, Any] = {
     # elementwise: rotate_half(x) (fusion rule R9) built from the x tile in registers where its halves are powers of
     # two (False: always gathered at rotated offsets; core/kernels/elementwise_rotate.py)
     "elementwise_rotate_shuffle": True,
+    # elementwise: a second kernel that reads inputs arriving as strided views in place (elementwise_strided.py),
+    # for iteration spaces whose last dim has at least this many elements (0: none; the wrapper copies such inputs
+    # to contiguous), in tiles of about this many elements
+    "elementwise_strided_min_last": 32,
+    "elementwise_strided_tile_elems": 4096,
     "elementwise_occupancy": None,
     "elementwise_load_hint": "",
     "elementwise_store_hint": "",

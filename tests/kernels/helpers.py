@@ -31,6 +31,10 @@ def compile_all(spec, arches=("sm_90",)):
     assert not source.skeleton, f"{spec.id} fell back to a skeleton: {source.notes}"
     records = trace_launches(source, spec)
     assert records, f"{spec.id}: the launch wrapper launched nothing"
+    if any(name.endswith("_strided_kernel") for name in source.kernel_names):  # the elementwise strided kernel
+        strided = trace_launches(source, spec, strided=True)
+        assert any(rec.kernel_name.endswith("_strided_kernel") for rec in strided), "strided views were copied"
+        records += strided
     for rec in records:
         for arch in arches:
             size, _ = compile_launch(rec, arch)

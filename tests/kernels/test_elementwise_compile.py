@@ -7,6 +7,7 @@ import pytest
 from corpus import corpus_files
 from .cutile_emulator import check_emulated
 from .helpers import compile_spec, decompose_source
+from .helpers_indexed import make_inputs
 from .helpers_elementwise import (ACTIVATIONS_A, ACTIVATIONS_B, BROADCAST_NCHW, CHAIN_1D, CLAMP_TENSOR, COMPARE,
                                   HALF_MODULE, INT_MASK, LEADING_BROADCAST, MASKED_FILL, MATH, OUTER, ROTARY,
                                   ROW_COL, SCALARS, TRIL, WHERE, elementwise_specs, multi_output_spec,
@@ -19,6 +20,9 @@ MODELS = [p for p in corpus_files() if not p.name.startswith("big_")]
 def assert_emulated(spec, source):
     result = check_emulated(spec, source)
     assert result.ok, f"{spec.id}: {result.message}"
+    if any(name.endswith("_strided_kernel") for name in source.kernel_names):  # inputs as non-contiguous views
+        result = check_emulated(spec, source, make_input=make_inputs(strided=True))
+        assert result.ok, f"{spec.id} (strided inputs): {result.message}"
 
 
 @pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
@@ -125,28 +129,53 @@ def test_scalar_and_zero_dim_inputs(dtype):
     assert_emulated(spec, source)
 
 
-def test_expanded_permuted_inputs_and_dtypes_trace():
-    """The wrapper flattens strided views (contiguous copies) and keeps dtypes; checked on meta tensors."""
+@pytest.mark.parametrize("last", [96, 7])
+def test_expanded_permuted_inputs_and_dtypes_trace(last):
+    """Strided and expanded views: read in place by the strided kernel where the last dim is long enough (96), the
+    views passed as they are (rank-aligned); else (7) flattened by contiguous copies for the flat kernel.
+    Contiguous inputs always take the flat kernel. Checked on meta tensors."""
     import torch
 
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import load_source, intercept_launches
 
-    spec = elementwise_specs(decompose_source(ROW_COL, f"[{_r((4, 10, 96), 'bfloat16')}, {_r((96,), 'bfloat16')}, "
-                                                       f"{_r((4, 10, 1), 'bfloat16')}]"))[0]
+    spec = elementwise_specs(decompose_source(ROW_COL, f"[{_r((4, 10, last), 'bfloat16')}, "
+                                                       f"{_r((last,), 'bfloat16')}, {_r((4, 10, 1), 'bfloat16')}]"))[0]
     source = generate_kernel(spec)
     ns = load_source(source)
-    x = torch.empty(96, 10, 4, dtype=torch.bfloat16, device="meta").permute(2, 1, 0)
-    row = torch.empty(1, dtype=torch.bfloat16, device="meta").expand(96)
+    x = torch.empty(last, 10, 4, dtype=torch.bfloat16, device="meta").permute(2, 1, 0)
+    row = torch.empty(1, dtype=torch.bfloat16, device="meta").expand(last)
     col = torch.empty(4, 10, 1, dtype=torch.bfloat16, device="meta")
     records = []
     with intercept_launches(records):
         out = ns[source.launch_name](x, row, col)
-    assert out.shape == (4, 10, 96) and out.dtype == torch.bfloat16
-    (rec,) = records
-    flat = [a for a in rec.args if isinstance(a, torch.Tensor)]
-    assert all(a.dim() == 1 and a.is_contiguous() for a in flat)
-    assert [a.numel() for a in flat] == [3840, 96, 40, 3840]
+        ns[source.launch_name](x.contiguous(), row.contiguous(), col)
+    assert out.shape == (4, 10, last) and out.dtype == torch.bfloat16
+    strided, flat = records
+    assert flat.kernel_name.endswith("_kernel") and not flat.kernel_name.endswith("_strided_kernel")
+    flat_args = [a for a in flat.args if isinstance(a, torch.Tensor)]
+    assert all(a.dim() == 1 and a.is_contiguous() for a in flat_args)
+    args = [a for a in strided.args if isinstance(a, torch.Tensor)]
+    if last == 7:  # no strided kernel: copies, as contiguous inputs
+        assert strided.kernel_name == flat.kernel_name and all(a.is_contiguous() for a in args)
+        return
+    assert strided.kernel_name.endswith("_strided_kernel") and strided.grid == (4,)  # (16, 128) tiles of 10 rows
+    assert [tuple(a.shape) for a in args] == [(4, 10, 96), (1, 1, 96), (4, 10, 1), (4, 10, 96)]
+    assert args[0].stride() == x.stride() and args[1].stride()[-1] == 0  # read in place: no copy
+
+
+@pytest.mark.parametrize("name", ["rotary", "row_col", "where"])
+def test_strided_kernel_compiles_and_emulates(name):
+    """The strided kernel of a rotary (R9: the halves swapped in registers), a broadcast and a where/bool chain,
+    compiled for sm_90 from a trace with non-contiguous inputs and run on the emulator with such inputs."""
+    body, inputs = {"rotary": (ROTARY, f"[{_r((2, 3, 8, 64), 'bfloat16')}, {_r((8, 64), 'bfloat16')}, "
+                                        f"{_r((8, 64), 'bfloat16')}]"),
+                    "row_col": (ROW_COL, f"[{_r((3, 5, 40))}, {_r((40,))}, {_r((3, 5, 1))}]"),
+                    "where": (WHERE, f"[{_r((6, 33, 48), 'float16')}, {_r((6, 33, 48), 'float16')}]")}[name]
+    for spec in elementwise_specs(decompose_source(body, inputs)):
+        source = compile_spec(spec, ("sm_90",))
+        assert f"{spec.id}_strided_kernel" in source.kernel_names, source.notes
+        assert_emulated(spec, source)
 
 
 def test_block_sizes_and_collapse():
@@ -198,7 +227,7 @@ def test_unchecked_full_tile_loads(shape):
     decomposition = decompose_source(ACTIVATIONS_A, f"[{_r(shape, 'bfloat16')}]")
     (spec,) = elementwise_specs(decomposition)
     source = compile_spec(spec, ("sm_90",))
-    code = source.code
+    code = source.code.split("_strided_kernel(")[0]  # the flat kernel
     if shape == (1 << 16,):  # 128 blocks of 512
         assert "check_bounds=False" in code and "padding_mode=ct.PaddingMode.ZERO" not in code
     elif shape == (16, 300, 301):  # 1444800 elements, 706 blocks of 2048, the last partial

@@ -66,17 +66,27 @@ VARIANTS = {
 CASES = [(name, shape, dtype) for name, (_, _, shapes) in VARIANTS.items() for shape in shapes for dtype in DTYPES]
 
 
-def _check_all(decomposition, label):
+def _check_all(decomposition, label, strided: bool = False):
+    """Every elementwise spec checked on the GPU; `strided`: with rank >= 2 inputs as non-contiguous views, only
+    the specs that have a strided kernel (elementwise_strided.py; skipped if none has)."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.checking import check_kernel
 
+    from .helpers_indexed import make_inputs
+
     specs = elementwise_specs(decomposition)
     assert specs, f"{label}: no elementwise spec"
+    checked = 0
     for spec in specs:
         source = generate_kernel(spec)
         assert not source.skeleton, f"{label} {spec.id}: skeleton ({source.notes})"
-        result = check_kernel(spec, source)
+        if strided and f"{spec.id}_strided_kernel" not in source.kernel_names:
+            continue
+        result = check_kernel(spec, source, make_input=make_inputs(strided=True) if strided else None)
         assert result.ok, f"{label} {spec.id}: {result.message}"
+        checked += 1
+    if not checked:
+        pytest.skip("no strided kernel for this shape")
 
 
 @pytest.mark.parametrize("name,shape,dtype", CASES, ids=case_ids(CASES))
@@ -84,6 +94,14 @@ def test_variant_matches_reference(name, shape, dtype):
     body, inputs, _ = VARIANTS[name]
     shape = tuple(shape)
     _check_all(decompose_source(body(shape, dtype), inputs(shape, dtype)), f"{name}{shape} {dtype}")
+
+
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=case_ids(CASES))
+def test_variant_with_strided_inputs(name, shape, dtype):
+    """The same cases with every input of rank >= 2 a non-contiguous view: the strided kernel reads them in place."""
+    body, inputs, _ = VARIANTS[name]
+    shape = tuple(shape)
+    _check_all(decompose_source(body(shape, dtype), inputs(shape, dtype)), f"{name}{shape} {dtype}", strided=True)
 
 
 @pytest.mark.parametrize("cast,dtype", [("half", "float16"), ("bfloat16", "bfloat16"), ("float", "float32")])
