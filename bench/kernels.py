@@ -22,6 +22,8 @@ import time
 
 import torch
 
+from tilestudio.core.gpu_timing import spin_cycles_per_ms
+
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
 # family, label, model body, inputs expression, kind ("mem" | "flop"), flop formula over input shapes
@@ -162,20 +164,7 @@ def print_table(rows: list[list[str]]) -> None:
 # ct.launch wrapper) to every call; BENCH_TIMING=wall restores that for comparison. host_us() reports the host
 # side separately.
 TIMING = os.environ.get("BENCH_TIMING", "device")
-_CYCLES_PER_MS: list[float] = []
-
-
-def _cycles_per_ms() -> float:
-    if not _CYCLES_PER_MS:
-        torch.cuda._sleep(1000)
-        torch.cuda.synchronize()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        torch.cuda._sleep(2_000_000)
-        e.record()
-        e.synchronize()
-        _CYCLES_PER_MS.append(2_000_000 / max(s.elapsed_time(e), 1e-3))
-    return _CYCLES_PER_MS[0]
+_cycles_per_ms = spin_cycles_per_ms  # (core/gpu_timing.py; launch_overhead.py imports it from here)
 
 
 def host_us(fn, arg_sets, reps=20) -> float:

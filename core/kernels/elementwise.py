@@ -168,6 +168,17 @@ def _iteration_shape(spec: KernelSpec, ops: list[OpRecord], tensors: list[Tensor
         raise Unsupported(f"shapes do not broadcast: {shapes}") from exc
 
 
+def _input_tile(value: str, by_value: dict) -> tuple[Operand, str, str]:
+    """(operand, its tile variable, the cast to float32) of an input value: `eb_` tiles for bool inputs (kept
+    bool), `ld_` tiles otherwise."""
+    op = by_value.get(value)
+    if op is None:
+        raise Unsupported(f"operand {value} is neither a spec input nor computed by an earlier op")
+    is_bool = op.spec.dtype == "bool"
+    cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
+    return op, f"{'eb' if is_bool else 'ld'}_{_ident(op.spec.name)}", cast
+
+
 def _strided_kernel(sp, kid, kparams, rotations, ops, by_value, params, scalar_by_value, scalar_params, outputs,
                     out_params, shapes, load_hint, store_hint) -> list[str]:
     """{kid}_strided_kernel: the same fused ops over (BS, DP) tiles read through each operand's strides."""
@@ -177,12 +188,7 @@ def _strided_kernel(sp, kid, kparams, rotations, ops, by_value, params, scalar_b
     def load_side(value: str) -> str:
         if value in scalar_by_value:
             return scalar_params[value]
-        op = by_value.get(value)
-        if op is None:
-            raise Unsupported(f"operand {value} is neither a spec input nor computed by an earlier op")
-        is_bool = op.spec.dtype == "bool"
-        var = f"{'eb' if is_bool else 'ld'}_{_ident(op.spec.name)}"
-        cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
+        op, var, cast = _input_tile(value, by_value)
         lines.append(f"{ind}{var} = {elementwise_strided.load(sp, params[op.spec.name], op.spec.shape, cast, load_hint)}")
         return var
 
@@ -275,13 +281,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         def load_side(value: str) -> str:
             if value in scalar_by_value:
                 return scalar_params[value]
-            op = by_value.get(value)
-            if op is None:
-                raise Unsupported(f"operand {value} is neither a spec input nor computed by an earlier op")
+            op, var, cast = _input_tile(value, by_value)
             arr = params[op.spec.name]
-            is_bool = op.spec.dtype == "bool"
-            var = f"{'eb' if is_bool else 'ld'}_{_ident(op.spec.name)}"
-            cast = "" if op.spec.dtype == "float32" or is_bool else ".astype(ct.float32)"
             kind = op.kind()
             if kind == "full" and unchecked:
                 lines.append(f"{ind}{var} = ct.load({arr}, index=(pid,), shape=(BLOCK,), check_bounds=False"
