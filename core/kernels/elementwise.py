@@ -15,9 +15,11 @@ rotate_half(x) (fusion rule R9) is a rotated read of x, built in registers or ga
 Outputs are usually full (`ct.store`); an output smaller than the iteration space (a fused intermediate with
 fewer dims) is written with `ct.scatter` from the lanes whose broadcast coordinates are all zero.
 
-Inputs go through `.contiguous()` in the wrapper (a no-op when they already are), so strided and expanded
-views work; fp16/bf16/int/bool inputs are read in their own dtype and computed in float32 (bool masks stay
-bool), and results are cast to each output's dtype at the store.
+When every tensor input is contiguous the wrapper launches this flat kernel; when some input is a strided or
+expanded view it launches the strided kernel (elementwise_strided.py), which reads the views in place, or, where
+that kernel does not apply, copies them with `.contiguous()` for the flat one. fp16/bf16/int/bool inputs are
+read in their own dtype and computed in float32 (bool masks stay bool), and results are cast to each output's
+dtype at the store.
 
 Block size: the smallest power of two covering tiny tensors, otherwise 512-2048 elements growing with the size
 (enough blocks to fill the GPU at medium sizes), and at large sizes a fixed number of bytes of the widest operand
