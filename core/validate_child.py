@@ -100,6 +100,11 @@ def gpu_turn(exclusive: bool):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _outputs(result) -> list:
+    """A forward's outputs as a list (a tuple or list result, or one tensor)."""
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
 def _time_split(fn, args_sets: list, reps: int, warmup: int) -> dict[str, float]:
     """gpu_timing.time_split (wall, device and host ms: medians over `reps` calls, input sets rotated), alone on
     the GPU."""
@@ -128,9 +133,7 @@ def _time_graph(timings: dict, cutile, args_sets: list, reps: int, warmup: int) 
             want = cutile(*args_sets[-1])
             got = replay(*args_sets[-1])
             torch.cuda.synchronize()
-        want = list(want) if isinstance(want, (tuple, list)) else [want]
-        got = list(got) if isinstance(got, (tuple, list)) else [got]
-        if not all(torch.equal(a, b) for a, b in zip(got, want)):
+        if not all(torch.equal(a, b) for a, b in zip(_outputs(got), _outputs(want))):
             timings["cutile_graph_error"] = "the replayed graph's output differs from the plain forward's"
             return
         timings["cutile_graph_ms"] = _time_split(replay, args_sets, reps, warmup)["wall"]
@@ -149,7 +152,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--input-sets", type=int, default=3)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile timings")
-    parser.add_argument("--no-graph", action="store_true", help="skip timing the cuTile forward as a CUDA graph")
     args = parser.parse_args(argv)
     _events = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the composed file's prints go to stderr, never into the event stream
@@ -227,8 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             expected = model(*inputs)
             actual = cutile(*inputs)
             torch.cuda.synchronize()
-        exp = list(expected) if isinstance(expected, (tuple, list)) else [expected]
-        act = list(actual) if isinstance(actual, (tuple, list)) else [actual]
+        exp, act = _outputs(expected), _outputs(actual)
         outputs = []
         e2e_ok = len(exp) == len(act)
         for i, (a, e) in enumerate(zip(act, exp)):
@@ -274,8 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                 per_kernel[kid], per_kernel_device[kid] = t["wall"], t["device"]
             timings["per_kernel_ms"] = per_kernel
             timings["per_kernel_device_ms"] = per_kernel_device
-            if not args.no_graph:
-                _time_graph(timings, cutile, sets, args.reps, args.warmup)
+            _time_graph(timings, cutile, sets, args.reps, args.warmup)
         timings["speedup_vs_eager"] = timings["eager_ms"] / timings["cutile_ms"]
         if "compile_ms" in timings:
             timings["speedup_vs_compile"] = timings["compile_ms"] / timings["cutile_ms"]

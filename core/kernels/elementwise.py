@@ -343,9 +343,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     kparams = [params[op.spec.name] for op in ins] + out_params + [scalar_params[t.graph_value or t.name]
                                                                   for t in scalars]
     kernel = [kernel_decorator(MEMORY_TUNING["elementwise_occupancy"]), f"def {kid}_kernel({', '.join(kparams)}, BLOCK: ct.Constant[int]):"] + body
+    shuffled = all(by_value[r.m.x].kind() == "full" for r in rotations)  # (a broadcast x is gathered)
     sp = elementwise_strided.plan(iter_shape, all(math.prod(t.shape) == numel for t in spec.outputs), needs_index,
-                                  [r.m.half for r in rotations if by_value[r.m.x].kind() == "full"]
-                                  if all(by_value[r.m.x].kind() == "full" for r in rotations) else [0])
+                                  [r.m.half for r in rotations] if shuffled else None)
     if sp is not None:
         kernel += ["", ""] + _strided_kernel(sp, kid, kparams, rotations, ops, by_value, params, scalar_by_value,
                                              scalar_params, spec.outputs, out_params, shapes, load_hint, store_hint)

@@ -42,10 +42,12 @@ class StridedPlan:
         return math.prod(self.lead) * self.row_blocks
 
 
-def plan(iter_shape: list[int], outputs_full: bool, indexed: bool, rotation_halves: list[int]) -> StridedPlan | None:
-    """The tiling of the strided kernel, or None where it does not apply (see the module doc)."""
+def plan(iter_shape: list[int], outputs_full: bool, indexed: bool,
+         rotation_halves: list[int] | None) -> StridedPlan | None:
+    """The tiling of the strided kernel, or None where it does not apply (see the module doc). `rotation_halves`:
+    the half widths of the kernel's rotate_halfs, None where one rotates an x that is not read whole."""
     min_last = MEMORY_TUNING["elementwise_strided_min_last"]
-    if not min_last or len(iter_shape) < 2 or not outputs_full or indexed:
+    if not min_last or len(iter_shape) < 2 or not outputs_full or indexed or rotation_halves is None:
         return None
     d = iter_shape[-1]
     dp = pow2_at_least(d, 16)
