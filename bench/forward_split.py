@@ -20,14 +20,16 @@ import argparse
 import cProfile
 import importlib.util
 import io
+import os
 import pstats
-import statistics
 import sys
-import time
 
 import torch
 
 from tilestudio.core.gpu_timing import graphed, spin_cycles_per_ms, time_split
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_split import split_times  # noqa: E402
 
 
 def load(path: str):
@@ -44,40 +46,6 @@ def fresh_inputs(mod, sets: int) -> list[list]:
         torch.manual_seed(1000 + i)
         out.append([t.cuda() if isinstance(t, torch.Tensor) else t for t in mod.get_inputs()])
     return out
-
-
-def per_launch(fn, arg_sets, reps: int) -> list[tuple[str, float, float]]:
-    """(kernel, median device ms, median host µs of the ct.launch call) for each launch of one call, in order."""
-    import cuda.tile as ct
-
-    real = ct.launch
-    rows: list[list] = []
-
-    def timed(stream, grid, kernel, args):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        t0 = time.perf_counter()
-        real(stream, grid, kernel, args)
-        t1 = time.perf_counter()
-        e.record()
-        name = getattr(getattr(kernel, "_pyfunc", kernel), "__name__", "kernel")
-        rows.append([name, s, e, (t1 - t0) * 1e6])
-
-    ct.launch = timed
-    try:
-        samples: list[list] = []
-        lead = int(spin_cycles_per_ms() * 3)
-        for i in range(reps + 3):
-            rows.clear()
-            torch.cuda._sleep(lead)
-            fn(*arg_sets[i % len(arg_sets)])
-            torch.cuda.synchronize()
-            if i >= 3:
-                samples.append([(n, s.elapsed_time(e), h) for n, s, e, h in rows])
-    finally:
-        ct.launch = real
-    return [(samples[0][k][0], statistics.median(s[k][1] for s in samples),
-             statistics.median(s[k][2] for s in samples)) for k in range(len(samples[0]))]
 
 
 def host_profile(fn, args, calls: int = 200, top: int = 25) -> str:
@@ -130,7 +98,8 @@ def main() -> int:
         print(f"{'forward':<15}{'wall ms':>10}{'device ms':>11}{'host ms':>10}")
         for name, t in rows:
             print(f"{name:<15}{t['wall']:>10.3f}{t['device']:>11.3f}{t['host']:>10.3f}")
-        launches = per_launch(ours, arg_sets, a.reps)
+        names, device_ms, host_us = split_times(ours, arg_sets, a.reps, lead_ms=3.0)
+        launches = [(name, ms, us) for (name, _), ms, us in zip(names, device_ms, host_us)]
         if a.profile:
             print(host_profile(ours, arg_sets[0]))
     total = rows[0][1]["device"]

@@ -13,26 +13,34 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 
 import torch
 
 import kernels as bk
 
 
-def split_times(fn, arg_sets, reps: int) -> tuple[list[tuple[str, tuple]], list[float]]:
-    """(kernel name, grid) and median ms of each ct.launch made by one call of fn."""
+def split_times(fn, arg_sets, reps: int, lead_ms: float = 0.0) -> tuple[list[tuple[str, tuple]], list[float],
+                                                                          list[float]]:
+    """(kernel name, grid), median device ms and median host us (the ct.launch call itself) of each ct.launch made
+    by one call of fn. `lead_ms` > 0: a spin kernel of that length runs ahead of each call, so the events bracket
+    device work only while the host enqueues (bench/forward_split.py)."""
     import cuda.tile as ct
 
+    from tilestudio.core.gpu_timing import spin_cycles_per_ms
+
     real = ct.launch
-    events: list[tuple[str, tuple, torch.cuda.Event, torch.cuda.Event]] = []
+    events: list[tuple[str, tuple, torch.cuda.Event, torch.cuda.Event, float]] = []
 
     def timed(stream, grid, kernel, args):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
+        t0 = time.perf_counter()
         real(stream, grid, kernel, args)
+        host_us = (time.perf_counter() - t0) * 1e6
         e.record()
         name = getattr(getattr(kernel, "_pyfunc", kernel), "__name__", "kernel")
-        events.append((name, tuple(grid), s, e))
+        events.append((name, tuple(grid), s, e, host_us))
 
     ct.launch = timed
     try:
@@ -40,19 +48,23 @@ def split_times(fn, arg_sets, reps: int) -> tuple[list[tuple[str, tuple]], list[
             fn(*arg_sets[i % len(arg_sets)])
         torch.cuda.synchronize()
         per: list[list[float]] = []
+        host: list[list[float]] = []
         names: list[tuple[str, tuple]] = []
         for i in range(reps):
             events.clear()
+            if lead_ms:
+                torch.cuda._sleep(int(spin_cycles_per_ms() * lead_ms))
             fn(*arg_sets[i % len(arg_sets)])
             torch.cuda.synchronize()
             if not per:
-                per = [[] for _ in events]
-                names = [(n, g) for n, g, _, _ in events]
-            for k, (_, _, s, e) in enumerate(events):
+                per, host = [[] for _ in events], [[] for _ in events]
+                names = [(n, g) for n, g, *_ in events]
+            for k, (_, _, s, e, h) in enumerate(events):
                 per[k].append(s.elapsed_time(e))
+                host[k].append(h)
     finally:
         ct.launch = real
-    return names, [statistics.median(t) for t in per]
+    return names, [statistics.median(t) for t in per], [statistics.median(t) for t in host]
 
 
 def main() -> int:
@@ -83,7 +95,7 @@ def main() -> int:
                 for seed in range(3)]
         fn = ns[src.launch_name]
         whole = bk.median_ms(fn, sets, reps=args.reps)
-        names, ms = split_times(fn, sets, args.reps)
+        names, ms, _ = split_times(fn, sets, args.reps)
         total = sum(ms) or 1.0
         for k, ((name, grid), t) in enumerate(zip(names, ms)):
             rows.append([case[1] if k == 0 else "", str(k), name, "x".join(map(str, grid)), f"{t:.3f}",
