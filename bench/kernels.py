@@ -41,6 +41,12 @@ CASES = [
      "def forward(self, q, cos, sin):\n        return q * cos + torch.cat((-q[..., 64:], q[..., :64]), dim=-1) * sin",
      "[torch.randn(4, 32, 2048, 128, dtype=torch.bfloat16), torch.randn(1, 1, 2048, 128, dtype=torch.bfloat16), "
      "torch.randn(1, 1, 2048, 128, dtype=torch.bfloat16)]", "mem", None),
+    # the same with q arriving as Llama's projection output viewed per head, (b, s, h, d) memory transposed to
+    # (b, h, s, d) (SHAPED_INPUTS): the strided kernel reads it in place (core/kernels/elementwise_strided.py)
+    ("elementwise", "rotary q strided (b,s,h,d).transpose(1,2) 4x32x2048x128 bf16",
+     "def forward(self, q, cos, sin):\n        return q * cos + torch.cat((-q[..., 64:], q[..., :64]), dim=-1) * sin",
+     "[torch.randn(4, 32, 2048, 128, dtype=torch.bfloat16), torch.randn(1, 1, 2048, 128, dtype=torch.bfloat16), "
+     "torch.randn(1, 1, 2048, 128, dtype=torch.bfloat16)]", "mem", None),
     ("softmax", "softmax rows 8192x8192 fp32", "def forward(self, x):\n        return torch.softmax(x, -1)",
      "[torch.randn(8192, 8192)]", "mem", None),
     ("softmax", "softmax rows 16384x1000 bf16", "def forward(self, x):\n        return torch.softmax(x, -1)",
@@ -257,7 +263,8 @@ def prepare_case(case):
     if src.skeleton:
         return spec, src, None, None
     ns = load_source(src)
-    return spec, src, ns, check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=3)
+    return spec, src, ns, check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=3,
+                                       make_input=_index_inputs(spec, case[1]))
 
 
 def run_case(case, copy_gbs, mm_tflops):
@@ -308,9 +315,14 @@ def copy_ms(nbytes: int) -> float:
     return median_ms(lambda a: dst.copy_(a), [(src,)])
 
 
-# inputs whose values shape the work, by case label: input name -> the tensor made from its shape (GPT-2's causal
-# tril buffer: the masked_fill and softmax run on real masked rows; a random mask would mask none)
-SHAPED_INPUTS = {"attention by hand causal GPT-2 8x12x1024x1024x64 bf16": {"m": lambda shape: torch.tril(torch.ones(shape))}}
+# inputs whose values or layout shape the work, by case label: input name -> the tensor made from its shape and
+# the set's generator (GPT-2's causal tril buffer: the masked_fill and softmax run on real masked rows, a random mask
+# would mask none; a query viewed per head from a (b, s, h, d) projection: strided)
+SHAPED_INPUTS = {
+    "attention by hand causal GPT-2 8x12x1024x1024x64 bf16": {"m": lambda shape, gen: torch.tril(torch.ones(shape))},
+    "rotary q strided (b,s,h,d).transpose(1,2) 4x32x2048x128 bf16": {
+        "q": lambda shape, gen: torch.randn(shape[0], shape[2], shape[1], shape[3], generator=gen).transpose(1, 2)},
+}
 
 
 def _index_inputs(spec, label=""):
@@ -323,7 +335,7 @@ def _index_inputs(spec, label=""):
         from tilestudio.core.kernels.checking import random_input
 
         if t.name in shaped:
-            return shaped[t.name](t.shape).to(getattr(torch, t.dtype)).cuda()
+            return shaped[t.name](t.shape, gen).to(getattr(torch, t.dtype)).cuda()
         if t.dtype in ("int64", "int32") and t.role == "activation":
             return torch.randint(0, bound, t.shape, generator=gen, dtype=getattr(torch, t.dtype)).cuda()
         return random_input(t, "cuda", gen)

@@ -8,6 +8,9 @@ Every path is checked against a float64 reference (max relative error over |ref|
 with bench/kernels.py's device timing (CUDA events, warm-up, median of --reps over three fresh random input sets).
 "of copy" = a device copy of the same bytes (q and cos/sin read, the result written) / the R9 kernel's time. Head
 dims 64 and 128 take the register shuffle, 80 and 96 the gather at rotated offsets (core/kernels/elementwise_rotate.py).
+Cases marked "q strided" pass q as `(b, s, h, d)` memory transposed to `(b, h, s, d)` (a projection's output viewed
+per head, as in Llama): every path gets the same view, and the kernels read it through the strided kernel
+(core/kernels/elementwise_strided.py) where they have one.
 """
 
 from __future__ import annotations
@@ -33,12 +36,15 @@ def get_inputs():
     return [torch.randn({q}, dtype=torch.{dt}), torch.randn({cs}, dtype=torch.{dt}), torch.randn({cs}, dtype=torch.{dt})]
 """
 
-# label, q shape (batch, heads, seq, head dim), dtype
+# label, q shape (batch, heads, seq, head dim), dtype, q passed as a (b, s, h, d) tensor transposed
 SIZES = [
-    ("Llama-2-7B q 4x32x2048x128", (4, 32, 2048, 128), "bfloat16"),
-    ("GPT-NeoX-style 8x16x2048x64", (8, 16, 2048, 64), "float16"),
-    ("head dim 80 8x32x1024x80", (8, 32, 1024, 80), "bfloat16"),
-    ("head dim 96 fp32 4x16x1000x96", (4, 16, 1000, 96), "float32"),
+    ("Llama-2-7B q 4x32x2048x128", (4, 32, 2048, 128), "bfloat16", False),
+    ("GPT-NeoX-style 8x16x2048x64", (8, 16, 2048, 64), "float16", False),
+    ("head dim 80 8x32x1024x80", (8, 32, 1024, 80), "bfloat16", False),
+    ("head dim 96 fp32 4x16x1000x96", (4, 16, 1000, 96), "float32", False),
+    ("Llama-2-7B q strided 4x32x2048x128", (4, 32, 2048, 128), "bfloat16", True),
+    ("Llama block q strided 4x32x1024x128", (4, 32, 1024, 128), "bfloat16", True),
+    ("GPT-NeoX-style q strided 8x16x2048x64", (8, 16, 2048, 64), "float16", True),
 ]
 
 
@@ -109,7 +115,7 @@ def main() -> int:
     compiled = torch.compile(eager)
     rows = [["case", "R9 ms", "GB/s", "of copy", "before R9 ms", "eager ms", "compile ms", "vs before", "vs eager",
              "vs compile", "rel err R9/before"]]
-    for label, q_shape, dtype in SIZES:
+    for label, q_shape, dtype, strided in SIZES:
         if args.only and args.only not in label:
             continue
         dt = getattr(torch, dtype)
@@ -117,7 +123,9 @@ def main() -> int:
         sets = []
         for seed in range(3):
             g = torch.Generator().manual_seed(seed)
-            sets.append(tuple(torch.randn(s, generator=g).to(dt).cuda() for s in (q_shape, cs, cs)))
+            q_mem = (q_shape[0], q_shape[2], q_shape[1], q_shape[3]) if strided else q_shape
+            q, cos, sin = (torch.randn(s, generator=g).to(dt).cuda() for s in (q_mem, cs, cs))
+            sets.append((q.transpose(1, 2) if strided else q, cos, sin))
         fns = dict(paths(q_shape, dtype), eager=eager, compile=compiled)
         errs = [rel_err(fns[name](*sets[0]), *sets[0]) for name in ("R9", "before R9")]
         ms = {name: median_ms(fn, sets, reps=args.reps) for name, fn in fns.items()}

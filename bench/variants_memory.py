@@ -393,6 +393,23 @@ VARIANTS[VOCAB_CASES[1][1]] = [("4095 x 1 row, flat tiles, the last gathered (de
 # ct.cumsum, see MEMORY_TUNING["scan_split_width"])
 
 
+# the strided elementwise kernel (session 22): tile size, occupancy hint, unchecked loads/stores of exact tiles
+_STRIDED = "rotary q strided (b,s,h,d).transpose(1,2) 4x32x2048x128 bf16"
+VARIANTS[_STRIDED] = [
+    ("(32, 128) tiles (default)", {}),
+    ("(16, 128) tiles", {"elementwise_strided_tile_elems": 2048}),
+    ("(64, 128) tiles", {"elementwise_strided_tile_elems": 8192}),
+    ("(128, 128) tiles", {"elementwise_strided_tile_elems": 16384}),
+    ("(32, 128) tiles, unchecked", {"elementwise_strided_unchecked": True}),
+    ("(64, 128) tiles, unchecked", {"elementwise_strided_tile_elems": 8192, "elementwise_strided_unchecked": True}),
+    ("(32, 128) tiles, occupancy 4", {"elementwise_strided_occupancy": 4}),
+    ("(64, 128) tiles, occupancy 2", {"elementwise_strided_tile_elems": 8192, "elementwise_strided_occupancy": 2}),
+    ("(32, 128) tiles, unchecked, occupancy 4", {"elementwise_strided_unchecked": True, "elementwise_strided_occupancy": 4}),
+    ("(32, 128) tiles, loads latency 10", {"elementwise_load_hint": ", latency=10"}),
+    ("(32, 128) tiles, no TMA", {"elementwise_load_hint": ", allow_tma=False", "elementwise_store_hint": ", allow_tma=False"}),
+]
+
+
 def _tables() -> list[dict]:
     """The tuning tables a variant's overrides may name (each key lives in exactly one)."""
     from tilestudio.core.kernels.expr_math import MATH_TUNING
@@ -402,7 +419,7 @@ def _tables() -> list[dict]:
     return [MEMORY_TUNING, MATH_TUNING, TUNING]
 
 
-def run_variant(spec, overrides: dict, reps: int):
+def run_variant(spec, overrides: dict, reps: int, label: str = ""):
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import load_source
     from tilestudio.core.kernels.checking import check_launch, launch_args, make_inputs
@@ -419,8 +436,9 @@ def run_variant(spec, overrides: dict, reps: int):
     if src.skeleton:
         return "skeleton", math.nan, 0
     ns = load_source(src)
-    check = check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=3)
-    sets = [launch_args(spec, ns, src.prepare_name, make_inputs(spec, "cuda", s, _index_inputs(spec)))
+    check = check_launch(spec, ns, src.launch_name, src.prepare_name, "cuda", seed=3,
+                         make_input=_index_inputs(spec, label))
+    sets = [launch_args(spec, ns, src.prepare_name, make_inputs(spec, "cuda", s, _index_inputs(spec, label)))
             for s in range(3)]
     ms = median_ms(ns[src.launch_name], sets, reps=reps)
     nbytes = moved_bytes(ns[src.launch_name], sets[0])
@@ -448,7 +466,7 @@ def main() -> int:
             ref_ns = {"torch": torch, "math": math}
             exec(spec.reference, ref_ns)  # noqa: S102 - the spec's own reference
             from tilestudio.core.kernels.checking import make_inputs
-            ref_sets = [make_inputs(spec, "cuda", s, _index_inputs(spec)) for s in range(3)]
+            ref_sets = [make_inputs(spec, "cuda", s, _index_inputs(spec, label)) for s in range(3)]
             eager = median_ms(ref_ns[spec.reference_name], ref_sets, reps=args.reps)
             del ref_sets
         except Exception as exc:  # noqa: BLE001 - one case never stops the table
@@ -460,7 +478,7 @@ def main() -> int:
             if args.match and not default and args.match not in name:
                 continue
             try:
-                status, ms, nbytes = run_variant(spec, overrides, args.reps)
+                status, ms, nbytes = run_variant(spec, overrides, args.reps, label)
                 if ceiling is None and nbytes:
                     ceiling = copy_ms(nbytes)
                 frac = f"{ceiling / ms:.2f}" if ceiling and ms == ms else ""

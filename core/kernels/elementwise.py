@@ -184,27 +184,38 @@ def _input_tile(value: str, by_value: dict) -> tuple[Operand, str, str]:
 def _strided_kernel(sp, kid, kparams, rotations, ops, by_value, params, scalar_by_value, scalar_params, outputs,
                     out_params, shapes, load_hint, store_hint) -> list[str]:
     """{kid}_strided_kernel: the same fused ops over (BS, DP) tiles read through each operand's strides."""
-    ind = "    "
-    lines = elementwise_strided.coordinates(sp, ind)
+    lines = elementwise_strided.coordinates(sp, "    ")
 
-    def load_side(value: str) -> str:
-        if value in scalar_by_value:
-            return scalar_params[value]
-        op, var, cast = _input_tile(value, by_value)
-        lines.append(f"{ind}{var} = {elementwise_strided.load(sp, params[op.spec.name], op.spec.shape, cast, load_hint)}")
-        return var
+    def section(ind: str, unchecked: bool) -> None:
+        def load_side(value: str) -> str:
+            if value in scalar_by_value:
+                return scalar_params[value]
+            op, var, cast = _input_tile(value, by_value)
+            lines.append(f"{ind}{var} = "
+                         + elementwise_strided.load(sp, params[op.spec.name], op.spec.shape, cast, load_hint, unchecked))
+            return var
 
-    env: dict[str, str] = {}
-    for i, rot in enumerate(rotations):
-        env[rot.m.x] = x_var = env.get(rot.m.x) or load_side(rot.m.x)
-        env[rot.m.cat] = elementwise_strided.rotate(sp, i, x_var, rot.m.half, lines, ind)
-    out_env = emit_elementwise(ops, env, load_side, lines, ind, shapes=shapes)
-    for t, param in zip(outputs, out_params):
-        value = t.graph_value or t.name
-        if value not in out_env:
-            raise Unsupported(f"output {t.name} ({value}) is not computed by the kernel's ops")
-        lines.append(ind + elementwise_strided.store(sp, param, f"{out_env[value]}.astype({param}.dtype)", store_hint))
-    return [kernel_decorator(MEMORY_TUNING["elementwise_occupancy"]),
+        env: dict[str, str] = {}
+        for i, rot in enumerate(rotations):
+            env[rot.m.x] = x_var = env.get(rot.m.x) or load_side(rot.m.x)
+            env[rot.m.cat] = elementwise_strided.rotate(sp, i, x_var, rot.m.half, lines, ind)
+        out_env = emit_elementwise(ops, env, load_side, lines, ind, shapes=shapes)
+        for t, param in zip(outputs, out_params):
+            value = t.graph_value or t.name
+            if value not in out_env:
+                raise Unsupported(f"output {t.name} ({value}) is not computed by the kernel's ops")
+            lines.append(ind + elementwise_strided.store(sp, param, f"{out_env[value]}.astype({param}.dtype)",
+                                                         store_hint, unchecked))
+
+    blocks = sp.unchecked_blocks()
+    if blocks == "inner":  # each lead index's last row block is partial: it keeps the bounds checks
+        lines.append(f"    if sb < {sp.row_blocks - 1}:")
+        section("        ", True)
+        lines.append("    else:")
+        section("        ", False)
+    else:
+        section("    ", blocks == "all")
+    return [kernel_decorator(MEMORY_TUNING["elementwise_strided_occupancy"]),
             f"def {kid}_strided_kernel({', '.join(kparams)}):"] + lines
 
 

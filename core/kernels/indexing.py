@@ -48,6 +48,14 @@ MEMORY_TUNING: dict[str, Any] = {
     # to contiguous), in tiles of about this many elements
     "elementwise_strided_min_last": 32,
     "elementwise_strided_tile_elems": 4096,
+    # the strided kernel's @ct.kernel occupancy hint (None: none), and whether the loads and stores of its blocks
+    # whose (BS, DP) tile lies inside the iteration space skip the bounds checks (D a power of two; all blocks
+    # when BS divides S, else all but each lead index's last row block). H200, rotary over a Llama-shaped q viewed
+    # per head 4x32x2048x128 bf16 (bench/variants_memory.py, one run, eager 0.475 ms): checked (32, 128) tiles
+    # 0.089 ms (0.39 of copy), (16, 128) 0.079, (64, 128) 0.152, (128, 128) 0.295, occupancy 4 / load latency 10 /
+    # no TMA 0.089; unchecked (32, 128) 0.043 (0.80), unchecked (64, 128) 0.049
+    "elementwise_strided_occupancy": None,
+    "elementwise_strided_unchecked": True,
     "elementwise_occupancy": None,
     "elementwise_load_hint": "",
     "elementwise_store_hint": "",

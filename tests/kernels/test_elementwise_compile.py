@@ -178,6 +178,43 @@ def test_strided_kernel_compiles_and_emulates(name):
         assert_emulated(spec, source)
 
 
+def _strided_body(code: str, kid: str) -> str:
+    return code.split(f"def {kid}_strided_kernel")[1].split("def launch_")[0]
+
+
+@pytest.mark.parametrize("seq", [8, 100])
+def test_strided_kernel_bounds_checks(seq, monkeypatch):
+    """The strided kernel's blocks whose tile lies inside the iteration space load and store without bounds checks:
+    all of them when the row blocks divide S (8 rows), all but the last row block of each head behind a branch
+    (100 rows in two blocks of 64); both compile for sm_90 and compute the right values on the emulator."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "elementwise_strided_occupancy", 2)
+    (spec,) = elementwise_specs(decompose_source(ROTARY, f"[{_r((2, 3, seq, 64), 'bfloat16')}, "
+                                                         f"{_r((seq, 64), 'bfloat16')}, {_r((seq, 64), 'bfloat16')}]"))
+    source = compile_spec(spec, ("sm_90",))
+    body = _strided_body(source.code, spec.id)
+    assert f"@ct.kernel(occupancy=2)\ndef {spec.id}_strided_kernel" in source.code
+    if seq == 8:
+        assert body.count("check_bounds=False") == 4 and "PaddingMode" not in body  # q, cos, sin, the output
+    else:
+        assert "if sb < 1:" in body and body.count("check_bounds=False") == 4 and body.count("PaddingMode.ZERO") == 3
+    assert_emulated(spec, source)
+
+
+def test_strided_kernel_keeps_bounds_checks_on_a_padded_last_dim(monkeypatch):
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    (padded,) = elementwise_specs(decompose_source(ROW_COL, f"[{_r((3, 5, 40))}, {_r((40,))}, {_r((3, 5, 1))}]"))
+    body = _strided_body(generate_kernel(padded).code, padded.id)
+    assert "check_bounds=False" not in body and "PaddingMode.ZERO" in body
+    monkeypatch.setitem(MEMORY_TUNING, "elementwise_strided_unchecked", False)
+    (spec,) = elementwise_specs(decompose_source(ROTARY, f"[{_r((2, 3, 8, 64), 'bfloat16')}, "
+                                                         f"{_r((8, 64), 'bfloat16')}, {_r((8, 64), 'bfloat16')}]"))
+    assert "check_bounds=False" not in _strided_body(generate_kernel(spec).code, spec.id)
+
+
 def test_block_sizes_and_collapse():
     from tilestudio.core.kernels.elementwise import Operand, block_size, collapse, index_expr
 
