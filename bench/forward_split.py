@@ -63,6 +63,15 @@ def host_profile(fn, args, calls: int = 200, top: int = 25) -> str:
     return out.getvalue()
 
 
+def rel_error(got, want) -> float:
+    """Relative Frobenius error of a forward's output(s) (a tensor or a tuple of them, flattened together)."""
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    g = torch.cat([t.double().reshape(-1) for t in got])
+    w = torch.cat([t.double().reshape(-1) for t in want])
+    return float(torch.linalg.vector_norm(g - w) / torch.linalg.vector_norm(w).clamp_min(1e-30))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("composed")
@@ -77,9 +86,7 @@ def main() -> int:
     ours = mod.ModelCuTile(model)
     arg_sets = fresh_inputs(mod, 3)
     with torch.no_grad():
-        expect = model(*arg_sets[0]).double()
-        got = ours(*arg_sets[0]).double()
-        err = float(torch.linalg.vector_norm(got - expect) / torch.linalg.vector_norm(expect).clamp_min(1e-30))
+        err = rel_error(ours(*arg_sets[0]), model(*arg_sets[0]))
         print(f"relative error of the cuTile forward vs eager: {err:.2e}")
         rows = [("cuTile", time_split(ours, arg_sets, a.reps)), ("eager", time_split(model, arg_sets, a.reps))]
         if not a.no_compile:
@@ -87,9 +94,7 @@ def main() -> int:
             rows.append(("torch.compile", time_split(compiled, arg_sets, a.reps)))
         if a.graph:
             replay = graphed(ours, arg_sets[0])
-            got = replay(*arg_sets[1]).double()
-            want = model(*arg_sets[1]).double()
-            gerr = float(torch.linalg.vector_norm(got - want) / torch.linalg.vector_norm(want).clamp_min(1e-30))
+            gerr = rel_error(replay(*arg_sets[1]), model(*arg_sets[1]))
             print(f"relative error of the graphed cuTile forward (other inputs) vs eager: {gerr:.2e}")
             rows.append(("cuTile graph", time_split(replay, arg_sets, a.reps)))
             if not a.no_compile:

@@ -113,6 +113,34 @@ CASES = [
       ("ctas=2", {"mm_num_ctas": 2}),
       ("persistent, 2 blocks/SM", {"mm_persistent": 2}, X),
       ("128x256x64 compiler's warps", {"mm_worker_warps": None}, X)]),
+    # float32 operands (PyTorch's default dtype; torch runs them without TF32 here, as by default): split TF32 on
+    # tensor cores (TILES["f32_split_tf32"], session 22) against the plain float32 mma that tileiras lowers to FFMA
+    ("mm 4096^3 fp32", _mod("", "a @ b", "a, b"),
+     "[torch.randn(4096, 4096), torch.randn(4096, 4096)]", 2 * 4096 ** 3,
+     [("default", {}),
+      ("FFMA float32 mma (before)", {"f32_split_tf32": False}),
+      ("3xTF32 128x128x32", {"mm_f32": (128, 128, 32)}),
+      ("3xTF32 128x64x32", {"mm_f32": (128, 64, 32)}),
+      ("3xTF32 64x128x32", {"mm_f32": (64, 128, 32)}),
+      ("3xTF32 64x64x64", {"mm_f32": (64, 64, 64)}),
+      ("3xTF32 128x128x32 occ=1", {"mm_f32": (128, 128, 32), "mm_occupancy": 1})]),
+    ("linear+gelu 2048x1024->4096 fp32", _mod("self.l = nn.Linear(1024, 4096)", "F.gelu(self.l(x))"),
+     "[torch.randn(2048, 1024)]", 2 * 2048 * 1024 * 4096,
+     [("default", {}),
+      ("FFMA float32 mma (before)", {"f32_split_tf32": False}),
+      ("3xTF32 128x128x32", {"mm_f32": (128, 128, 32)}),
+      ("3xTF32 128x64x32", {"mm_f32": (128, 64, 32)})]),
+    # tests/models/arch_transformer_encoder_block.py's fc2: two blocks of 64x64, twelve K steps
+    ("linear+add 38x384->96 fp32 (small: encoder block fc2)", _mod("self.l = nn.Linear(384, 96)", "self.l(x) + r", "x, r"),
+     "[torch.randn(38, 384), torch.randn(38, 96)]", 2 * 38 * 384 * 96,
+     [("default", {}),
+      ("FFMA float32 mma (before)", {"f32_split_tf32": False}),
+      ("3xTF32 32x32x32", {"mm_f32": (32, 32, 32)}),
+      ("3xTF32 16x32x64", {"mm_f32": (16, 32, 64)})]),
+    ("conv2d 3x3 32x64x56x56->64 fp32", _mod("self.c = nn.Conv2d(64, 64, 3, padding=1)", "self.c(x)"),
+     "[torch.randn(32, 64, 56, 56)]", 2 * 32 * 64 * 56 * 56 * 64 * 9,
+     [("default", {}),
+      ("FFMA float32 mma (before)", {"f32_split_tf32": False})]),
     ("bmm 64x1024x128x1024 bf16", _mod("", "torch.bmm(a, b)", "a, b"),
      f"[torch.randn(64, 1024, 128, dtype={BF}), torch.randn(64, 128, 1024, dtype={BF})]", 2 * 64 * 1024 * 1024 * 128,
      [("default", {}),
@@ -242,6 +270,11 @@ def _qkv(b, h, s, d, dt):
 
 
 CASES += [
+    # float32 attention (split TF32 for both products, TILES["f32_split_tf32"], session 22; before: FFMA)
+    ("sdpa 8x12x1024x1024x64 fp32", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(8, 12, 1024, 64, "torch.float32"),
+     4 * 8 * 12 * 1024 * 1024 * 64, [("default", {}), ("FFMA float32 mma (before)", {"f32_split_tf32": False})]),
+    ("attention by hand 8x12x1024x1024x64 fp32", _mod("", BY_HAND, "q, k, v"), _qkv(8, 12, 1024, 64, "torch.float32"),
+     4 * 8 * 12 * 1024 * 1024 * 64, [("default", {}), ("FFMA float32 mma (before)", {"f32_split_tf32": False})]),
     ("sdpa ViT-B/16 64x12x197x197x64 fp16", _mod("", f"{SDPA}(q, k, v)", "q, k, v"), _qkv(64, 12, 197, 64, HF),
      4 * 64 * 12 * 197 * 197 * 64, SHORT),
     # the kernel's second input is k^T: passed as the view k.transpose(-2, -1), as a model's glue passes it (a

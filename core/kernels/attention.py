@@ -3,7 +3,8 @@
 One block computes a (BM, Ev) tile of the output for one (batch, head): it keeps the query tile in registers and
 loops over key/value tiles of BN positions, computing S = Q K^T with `ct.mma` (float32 accumulation), applying the
 scale, the masks and an online softmax in base 2 (running max m, running sum l, rescaled accumulator), then
-accumulating P V with `ct.mma`. Head dims are padded to powers of two (zero padding adds nothing to the dot
+accumulating P V with `ct.mma` (float32 inputs: both products in split TF32, gemm_common.score_lines /
+pv_lines). Head dims are padded to powers of two (zero padding adds nothing to the dot
 products); key positions past the sequence end are masked. Supported: any sequence lengths, head dim <= 256 (value
 head dim may differ), is_causal (top-left aligned, as PyTorch: query i sees keys j <= i; key tiles past the
 diagonal are skipped), attn_mask bool (True = attend) or float (added to the scores) broadcast over batch, heads,
@@ -18,7 +19,7 @@ import math
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args, scalar_value
-from .gemm_common import TILES, kernel_decorator
+from .gemm_common import TILES, kernel_decorator, pv_lines, score_lines
 from .indexing import (SideLoader, array_param, elementwise, guarded, input_args, input_for, is_ref, module,
                        out_param, output_vars, scalar_param, split_anchor)
 
@@ -241,8 +242,7 @@ def generate(spec: KernelSpec) -> KernelSource:
     li = I + I
     lines += [f"{li}kt = ct.reshape(ct.load({ka}, index=(b, {hk}, 0, j), shape=(1, 1, DP, BN), order=(0, 1, 3, 2), "
               f"padding_mode=ct.PaddingMode.ZERO, latency=2), (DP, BN))",
-              f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))" + ("" if late_scale else
-                                                                               f" * {scale * LOG2E!r}")]
+              ] + score_lines(li, q.dtype == "float32", "" if late_scale else f" * {scale * LOG2E!r}")
     if mask is not None:
         bi = "b" if mtile[0] > 1 else "0"
         hi = "h" if mtile[1] > 1 else "0"
@@ -277,8 +277,7 @@ def generate(spec: KernelSpec) -> KernelSource:
               f"{li}l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)",
               f"{li}vt = ct.reshape(ct.load({va}, index=(b, {hk}, j, 0), shape=(1, 1, BN, DVP), "
               f"padding_mode=ct.PaddingMode.ZERO, latency=4), (BN, DVP))",
-              f"{li}acc = ct.mma(p.astype(vt.dtype), vt, acc * alpha)",
-              f"{li}m_i = m_new"]
+              ] + pv_lines(li, v.dtype == "float32") + [f"{li}m_i = m_new"]
     if mask is not None:
         lines.append(f"{I}res = ct.where(l_i == 0.0, 0.0, acc / ct.where(l_i == 0.0, 1.0, l_i))")
     else:

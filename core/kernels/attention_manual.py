@@ -23,7 +23,7 @@ from ..specs import KernelSpec
 from .attention import LOG2E, _as4d, head_transpose, launcher, output_views, tiling
 from .base import ITEMSIZE, KernelSource, Unsupported, pow2_at_least
 from .expr import bind_args
-from .gemm_common import TILES, kernel_decorator
+from .gemm_common import TILES, kernel_decorator, pv_lines, score_lines
 from .indexing import SideLoader, array_param, elementwise, input_args, input_for, is_ref, module, out_param, tup
 
 I = "    "
@@ -203,7 +203,7 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
              f"{li}kt = ct.reshape(ct.load({ka}, index=(b, {_head(n_k)}, 0, j), shape=(1, 1, DP, BN), "
              "order=(0, 1, 3, 2), "
              f"padding_mode=ct.PaddingMode.ZERO, latency=2), (DP, BN))",
-             f"{li}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32))"]
+             ] + score_lines(li, q.dtype == "float32")
     if alpha != 1.0:  # baddbmm's
         lines.append(f"{li}s = s * {alpha!r}")
     lines.append(f"{li}nn = j * BN + ct.arange(BN, dtype=ct.int32)[None, :]")
@@ -223,7 +223,7 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
               f"{li}l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)",
               f"{li}vt = ct.reshape(ct.load({va}, index=(b, {_head(n_v)}, j, 0), shape=(1, 1, BN, DVP), "
               f"padding_mode=ct.PaddingMode.ZERO, latency=4), (BN, DVP))",
-              f"{li}acc = ct.mma(p.astype(vt.dtype), vt, acc * alpha)",
+              ] + pv_lines(li, v.dtype == "float32") + [
               f"{li}m_i = m_new",
               # a row of -inf scores: 0 / 0 = NaN, as PyTorch's softmax gives
               f"{I}res = acc / l_i"]

@@ -4,8 +4,8 @@ into the weights at construction (R6) and the fused elementwise epilogue.
 
 Every case runs in a 3-D frame (1-D/2-D convolutions get size-1 leading spatial dims) as an implicit GEMM on
 tensor cores: a block owns BCO output channels x a (BOH, BOW) box of output positions of one image (and depth
-plane) and accumulates  out[co, p] += W[co, (tap, ci)] @ X[(tap, ci), p]  in float32 with `ct.mma`, looping over
-the kernel taps and BK-channel slices of the input. For a fixed tap the input positions a box of outputs reads
+plane) and accumulates  out[co, p] += W[co, (tap, ci)] @ X[(tap, ci), p]  in float32 with `ct.mma` (float32
+operands in split TF32, gemm_common.mma_lines), looping over the kernel taps and BK-channel slices of the input. For a fixed tap the input positions a box of outputs reads
 form a box too, so the X tile is one rectangular load at an arbitrary element offset (a tiled view with unit
 traversal steps), never a gather and never an im2col buffer:
 

@@ -88,6 +88,7 @@ class ConvBuilder(PaddedInput, PreparedWeights, Epilogue):
         check_float(spec, [cv.x, cv.w], self.anchor.target)
         self.low = cv.x.dtype in LOW_PRECISION and cv.w.dtype in LOW_PRECISION
         self.mma_dtype = None if cv.x.dtype == cv.w.dtype else "ct.float32"
+        self.f32 = not (cv.x.dtype == cv.w.dtype and self.low)  # the mma's operands are float32 (split TF32)
         self.flat = self._pointwise()
         if self.flat:  # a 1x1 conv reading in place: positions are one flat dim
             cv.insp = cv.outsp = [1, 1, prod(cv.outsp)]

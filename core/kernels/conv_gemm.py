@@ -13,7 +13,7 @@ from .base import NUM_SM as NUM_SMS
 from .conv_builder import ConvBuilder
 from .conv_fold import fold_plan, folded_weight_lines
 from .conv_index import affine, box, digits
-from .gemm_common import TILES, ZERO, cdiv, kernel_decorator, pow2_clamp, prod, tup
+from .gemm_common import TILES, ZERO, cdiv, kernel_decorator, mma_lines, pow2_clamp, prod, tup
 
 
 class GemmBuilder(ConvBuilder):
@@ -96,7 +96,8 @@ class GemmBuilder(ConvBuilder):
               f"padding_mode={ZERO}), (BK, BOH * BOW))")
         B(f"{ind}wt = ct.reshape(ct.load(WR, index=(g, cob, tap, cb), shape=(1, BCO, 1, BK), "
           f"padding_mode={ZERO}), (BCO, BK))")
-        B(f"{ind}acc = ct.mma(wt{cast}, xt{cast}, acc)")
+        for line in mma_lines(ind, "wt", "xt", "acc", cast, self.f32):
+            B(line)
 
     def split_cb(self, ind: str, kk: str) -> str:
         """cb = kk % CB; returns the tap-loop index expression left over."""

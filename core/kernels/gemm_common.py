@@ -40,6 +40,12 @@ TILES: dict[str, Any] = {
     "mm_large": (128, 256, 64),
     "mm_large_min_elems": 1 << 25,
     "mm_f32": (64, 64, 32),
+    # float32 operands (matmul, convolution): an f32 x f32 ct.mma is not a tensor-core op on sm_90 (tileiras lowers
+    # it to scalar FFMA), so they multiply in split TF32 ("3xTF32", mma_lines below): x = x_hi + x_lo, x_hi =
+    # tf32(x), x_lo = tf32(x - x_hi), a @ b ~ a_hi @ b_lo + a_lo @ b_hi + a_hi @ b_hi, float32 accumulation. The
+    # dropped a_lo @ b_lo is below 2^-22 relative: float32-level results (PyTorch's default float32 matmul does not
+    # use TF32 either). False: plain float32 mma (FFMA)
+    "f32_split_tf32": True,
     "mm_group_m": 8,  # tile rows per group of the swizzled (L2-friendly) block order
     # K no larger than this runs in one K step (BK = K rounded up to a power of two): batched small-K GEMMs
     # (attention-like bmm, K = 64/128) are bound by writing the output, not by the loop
@@ -158,6 +164,36 @@ def kernel_decorator(occupancy: int | None, num_ctas: int | None = None, worker_
     opts = [f"{k}={v}" for k, v in (("occupancy", occupancy), ("num_ctas", num_ctas),
                                     ("num_worker_warps", worker_warps)) if v]
     return f"@ct.kernel({', '.join(opts)})" if opts else "@ct.kernel"
+
+
+def mma_lines(ind: str, a: str, b: str, acc: str, cast: str = "", f32: bool = False) -> list[str]:
+    """`acc = a @ b + acc` (a, b tile variables, `cast` applied to both): one ct.mma, or, for float32 operands
+    (`f32`) with TILES["f32_split_tf32"], three TF32 mmas on the hi/lo split of each (the small terms first, so
+    they are not lost against the large one)."""
+    if not (f32 and TILES["f32_split_tf32"]):
+        return [f"{ind}{acc} = ct.mma({a}{cast}, {b}{cast}, {acc})"]
+    lines = []
+    for x in (a, b):
+        lines += [f"{ind}{x}_f = {x}{cast}" if cast else f"{ind}{x}_f = {x}",
+                  f"{ind}{x}_hi = {x}_f.astype(ct.tfloat32)",
+                  f"{ind}{x}_lo = ({x}_f - {x}_hi.astype(ct.float32)).astype(ct.tfloat32)"]
+    return lines + [f"{ind}{acc} = ct.mma({a}_hi, {b}_lo, {acc})", f"{ind}{acc} = ct.mma({a}_lo, {b}_hi, {acc})",
+                    f"{ind}{acc} = ct.mma({a}_hi, {b}_hi, {acc})"]
+
+
+def score_lines(ind: str, f32: bool, suffix: str = "") -> list[str]:
+    """The attention generators' `s = q @ kt` (then `suffix`, e.g. a scale), in split TF32 for float32 q/k."""
+    if not (f32 and TILES["f32_split_tf32"]):
+        return [f"{ind}s = ct.mma(q, kt, ct.zeros((BM, BN), dtype=ct.float32)){suffix}"]
+    return ([f"{ind}s = ct.zeros((BM, BN), dtype=ct.float32)"] + mma_lines(ind, "q", "kt", "s", f32=True)
+            + ([f"{ind}s = s{suffix}"] if suffix else []))
+
+
+def pv_lines(ind: str, f32: bool) -> list[str]:
+    """The attention generators' `acc = acc * alpha + p @ vt`, in split TF32 for a float32 v."""
+    if not (f32 and TILES["f32_split_tf32"]):
+        return [f"{ind}acc = ct.mma(p.astype(vt.dtype), vt, acc * alpha)"]
+    return [f"{ind}acc = acc * alpha"] + mma_lines(ind, "p", "vt", "acc", f32=True)
 
 
 def tup(items: Sequence[Any]) -> str:

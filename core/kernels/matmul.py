@@ -12,8 +12,9 @@ running together share A and B tiles in L2, batch on the second grid dim. The K 
 tiles with zero padding (ragged M, N, K need no special case) and accumulates on tensor cores with `ct.mma`
 into float32. An operand stored transposed (a `.t()` weight, a `.transpose(-1, -2)` view from glue) is
 detected at launch from its strides and loaded with a transposed `order`, without a copy. fp16/bf16 inputs run
-at full tensor-core rate; float32 inputs use float32 `mma` (not TF32: the checker's float32 tolerance is 2e-3,
-which TF32's 10-bit mantissa does not meet for long K). The epilogue (alpha/beta, bias, folded batch norm, the
+at full tensor-core rate; float32 inputs run on tensor cores too, in split TF32 (gemm_common.mma_lines: three
+TF32 mmas over each operand's hi/lo parts, float32-level results; plain TF32's 10-bit mantissa would miss the
+checker's float32 tolerance for long K, and a float32 `mma` is scalar FFMA on sm_90). The epilogue (alpha/beta, bias, folded batch norm, the
 fused elementwise ops) runs on the float32 accumulator; each output is cast to its dtype on store. Tile sizes,
 GROUP_M and the occupancy/CGA hints come from gemm_common.TILES (see choose_tiles).
 """
@@ -26,8 +27,8 @@ from dataclasses import dataclass, field
 from ..specs import KernelSpec, OpRecord
 from .base import NUM_SM as NUM_SMS, KernelSource, Unsupported
 from .gemm_common import (LOW_PRECISION, SideOperands, TILES, ZERO, BatchNorm, Signature, bn_fold_lines, cdiv, check_float,
-                          elementwise_ops, fresh_name, is_ref, kernel_decorator, load_side_lines, parse_batch_norm,
-                          pow2_clamp, prod, side_view, tensor_input, tup, value_shapes)
+                          elementwise_ops, fresh_name, is_ref, kernel_decorator, load_side_lines, mma_lines,
+                          parse_batch_norm, pow2_clamp, prod, side_view, tensor_input, tup, value_shapes)
 
 ANCHORS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "mv", "addmv", "dot", "vdot",
            "outer", "ger"}
@@ -375,6 +376,7 @@ class _Builder(SideOperands):
         check_float(spec, [ta, tb], self.anchor.target)
         self.mma_dtype = None if ta.dtype == tb.dtype else "ct.float32"
         self.low = ta.dtype in LOW_PRECISION and tb.dtype in LOW_PRECISION
+        self.f32 = not (ta.dtype == tb.dtype and self.low)  # the mma's operands are float32 (split TF32)
         # fold the batch into M when B has no batch and every side input keeps the rows intact
         if g.ob and not g.reduce_batch and all(s == 1 for s in g.b.batch_sizes()) and \
                 all(s != 1 or self.g.out_shape[d] == 1 for s, d in zip(g.a.batch_sizes(), g.ob)):
@@ -506,7 +508,8 @@ class _Builder(SideOperands):
         L(f"{I}acc = {bias}" if bias else f"{I}acc = ct.zeros((BM, BN), dtype=ct.float32)")
         if nl > 1:
             self._operand_load(I, "b", "B", "TRANS_B", zb, "0", "bn", "BK", "BN")
-            L(f"{I}acc = ct.mma(a{cast}, b{cast}, acc)")
+            for line in mma_lines(I, "a", "b", "acc", cast, self.f32):
+                L(line)
         else:
             ind = "    "
             if g.reduce_batch:
@@ -516,7 +519,8 @@ class _Builder(SideOperands):
             ind2 = ind + "    "
             self._operand_load(ind2, "a", "A", "TRANS_A", za, "bm", "kt", "BM", "BK")
             self._operand_load(ind2, "b", "B", "TRANS_B", zb, "kt", "bn", "BK", "BN")
-            L(f"{ind2}acc = ct.mma(a{cast}, b{cast}, acc)")
+            for line in mma_lines(ind2, "a", "b", "acc", cast, self.f32):
+                L(line)
         # epilogue
         val = "acc"
         if g.alpha != 1.0:
@@ -685,7 +689,8 @@ class _Builder(SideOperands):
                  + (f", {ww} worker warps" if ww else "")
                  + (", batch folded into M" if g.fold else "")
                  + (f", {self.n_loop} N tiles per block" if self.n_loop > 1 else "")
-                 + ("; float32 operands use full-precision float32 mma (no TF32)" if not self.low else "")]
+                 + (("; float32 operands in split TF32 (3 tensor-core mmas, float32-level results)"
+                     if TILES["f32_split_tf32"] else "; float32 operands use a float32 mma (FFMA)") if self.f32 else "")]
         if self.bn is not None:
             notes.append("eval batch norm folded into the weight and bias in prepare_")
         return KernelSource(spec_id=spec.id, family=spec.family, code=code, launch_name=f"launch_{kid}",

@@ -252,3 +252,18 @@ def test_large_low_precision_convs_take_8_worker_warps():
         dt = ".half()" if "half" in init else ""
         code = _code_of(_m(f"self.c = {init}", "self.c(x)"), f"[torch.randn({shape}){dt}]").code
         assert "num_worker_warps" not in code, init
+
+
+def test_float32_conv_multiplies_in_split_tf32():
+    """A float32 convolution's implicit GEMM takes the split-TF32 mmas (gemm_common.mma_lines) and compiles for
+    sm_90 without a stack frame; its values are float32-level against float64 on the emulator (TF32 alone: ~1e-3)."""
+    from tilestudio.core.kernels.aot import compile_cubin, kernel_resources, trace_launches
+
+    spec = snippet_spec(_m("self.c = nn.Conv2d(16, 24, 3, padding=1)", "self.c(x)"), "[torch.randn(2, 16, 9, 11)]",
+                        FAMILY)
+    source = compile_spec_dedup(spec, ("sm_90",))
+    assert source.code.count("ct.mma(") == 3 and "astype(ct.tfloat32)" in source.code
+    main = [r for r in trace_launches(source, spec) if not r.kernel_name.endswith("_pad_kernel")]
+    assert all(kernel_resources(compile_cubin(r, "sm_90"))["frame"] == 0 for r in main)
+    result = check_emulated(spec, source)
+    assert result.ok and result.max_abs_err < 1e-4, (result.max_abs_err, result.message)  # TF32 alone: ~1e-3

@@ -347,3 +347,26 @@ def test_worker_warps_stay_off_for_small_tiles(monkeypatch):
     assert "num_worker_warps" not in small.code and "worker warps" not in small.notes[0], small.notes
     f32 = generate_kernel(snippet_spec(*CASES["matmul_2d_unaligned"][:2], FAMILY))
     assert "num_worker_warps" not in f32.code
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_float32_operands_multiply_in_split_tf32(split, monkeypatch):
+    """Float32 GEMMs run on tensor cores as split TF32 (three tfloat32 mmas on each operand's hi/lo parts;
+    TILES["f32_split_tf32"]) with float32-level error against float64, as the plain float32 mma (FFMA) they
+    replace (the dropped lo @ lo term is below 2^-22 relative; one TF32 mma errs by ~1e-3 here); bf16 operands keep
+    one mma."""
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.gemm_common import TILES
+
+    monkeypatch.setitem(TILES, "f32_split_tf32", split)
+    model = _m("self.l(x) + r", "x, r", "self.l = nn.Linear(384, 96)")
+    spec = snippet_spec(model, "[torch.randn(38, 384), torch.randn(38, 96)]", FAMILY)
+    source = generate_kernel(spec)
+    assert source.code.count("ct.mma(") == (3 if split else 1)
+    assert ("astype(ct.tfloat32)" in source.code) == split
+    result = check_emulated(spec, source)
+    assert result.ok and result.max_abs_err < 1e-4, (result.max_abs_err, result.message)  # TF32 alone: ~1e-3
+    low = snippet_spec(_m("self.l(x)", "x", "self.l = nn.Linear(384, 96).to(torch.bfloat16)"),
+                       "[torch.randn(38, 384, dtype=torch.bfloat16)]", FAMILY)
+    code = generate_kernel(low).code
+    assert code.count("ct.mma(") == 1 and "tfloat32" not in code
