@@ -39,7 +39,11 @@ TILES: dict[str, Any] = {
     # everywhere (linear+gelu 2.374)
     "mm_large": (128, 256, 64),
     "mm_large_min_elems": 1 << 25,
-    "mm_f32": (64, 64, 32),
+    # float32 operands (split TF32 below). H200, session 22, bench/variants_gemm.py --only fp32, one run, device
+    # time (cuBLAS SGEMM without TF32 in brackets): mm 4096^3 64x64x32 2.985 ms, 128x64x32 2.422, 64x128x32 2.635,
+    # 128x128x32 3.956, 64x64x64 4.884 (2.677); linear+gelu 2048x1024->4096 64x64x32 0.279, 128x64x32 0.271,
+    # 128x128x32 0.296 (eager 0.369). The FFMA mma before: 35.966 and 4.292 ms
+    "mm_f32": (128, 64, 32),
     # float32 operands (matmul, convolution): an f32 x f32 ct.mma is not a tensor-core op on sm_90 (tileiras lowers
     # it to scalar FFMA), so they multiply in split TF32 ("3xTF32", mma_lines below): x = x_hi + x_lo, x_hi =
     # tf32(x), x_lo = tf32(x - x_hi), a @ b ~ a_hi @ b_lo + a_lo @ b_hi + a_hi @ b_hi, float32 accumulation. The

@@ -279,7 +279,7 @@ def parse_anchor(spec: KernelSpec, rec: OpRecord) -> Gemm:
 def choose_tiles(M: int, N: int, K: int, batch: int, low: bool) -> tuple[int, int, int]:
     """Deterministic tile rule, read from gemm_common.TILES: "mm_large" (128x256x64) for fp16/bf16 problems of at
     least "mm_large_min_elems" outputs and more than one K step, "mm_low" (128x128x64) for other fp16/bf16, "mm_f32"
-    (64x64x32) for float32 (float32 mma tiles beyond that spill and take minutes to compile), shrunk to the problem
+    (128x64x32) for float32 operands (split TF32; 128x128x32 spills), shrunk to the problem
     (powers of two, >= 16); a K of at most "mm_one_step_k" (fp16/bf16) is covered by one K step; the larger of
     BM/BN is halved while the grid would leave most SMs idle."""
     if low and K > TILES["mm_one_step_k"] and M * N >= TILES["mm_large_min_elems"]:
