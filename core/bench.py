@@ -33,6 +33,23 @@ def _expand(paths: list[str]) -> list[str]:
     return out
 
 
+TIMING_FIELDS = ["eager_ms", "compile_ms", "cutile_ms", "speedup_eager", "speedup_compile", "eager_device_ms",
+                 "compile_device_ms", "cutile_device_ms", "speedup_eager_device"]
+
+
+def timing_fields(t: dict[str, Any]) -> dict[str, Any]:
+    """A bench row's timing columns from a validation's timings (all None before one ran): the wall clock of a
+    forward (what a caller waits for, host enqueue included) and its device time (GPU work only), each for eager,
+    torch.compile and cuTile, with the speed-ups over eager and torch.compile (wall) and over eager (device). The
+    device figure tells a slow kernel from a forward that is only launch-bound."""
+    row = {k: t.get(k) for k in ("eager_ms", "compile_ms", "cutile_ms", "eager_device_ms", "compile_device_ms",
+                                 "cutile_device_ms")}
+    row["speedup_eager"], row["speedup_compile"] = t.get("speedup_vs_eager"), t.get("speedup_vs_compile")
+    e, c = row["eager_device_ms"], row["cutile_device_ms"]
+    row["speedup_eager_device"] = e / c if e and c else None
+    return {k: row[k] for k in TIMING_FIELDS}
+
+
 def compose_stage(path: str, out_dir: str, dry: bool) -> dict[str, Any]:
     from .analyze import analyze_file
     from .composer import compose_model
@@ -40,8 +57,7 @@ def compose_stage(path: str, out_dir: str, dry: bool) -> dict[str, Any]:
     from .purity import check_text
 
     row: dict[str, Any] = {"model": os.path.basename(path), "kernels": 0, "pure": False, "status": "error",
-                           "max_diff": None, "eager_ms": None, "compile_ms": None, "cutile_ms": None,
-                           "speedup_eager": None, "speedup_compile": None, "error": ""}
+                           "max_diff": None, **timing_fields({}), "error": ""}
     try:
         analysis = analyze_file(path)
         dec = analysis.decomposition
@@ -93,9 +109,7 @@ def _gpu_stage(row: dict[str, Any], args) -> None:
     row["status"] = rep.status
     if rep.end_to_end:
         row["max_diff"] = rep.end_to_end.get("max_diff")
-    t = rep.timings
-    row.update(eager_ms=t.get("eager_ms"), compile_ms=t.get("compile_ms"), cutile_ms=t.get("cutile_ms"),
-               speedup_eager=t.get("speedup_vs_eager"), speedup_compile=t.get("speedup_vs_compile"))
+    row.update(timing_fields(rep.timings))
     bad = [k for k in rep.kernels if k.ok is False]
     if bad and not row["error"]:
         row["error"] = f"kernel {bad[0].id}: {bad[0].message}"[:160]
@@ -215,21 +229,22 @@ def run_bench(args) -> int:
               file=sys.stderr, flush=True)
     if not args.no_validate:
         _validate_all(rows, args, out_dir)
-    header = ["model", "kernels", "pure", "main", "status", "max_diff", "eager_ms", "compile_ms", "cutile_ms",
-              "speedup_eager", "speedup_compile"]
+    header = ["model", "kernels", "pure", "main", "status", "max_diff"] + TIMING_FIELDS
     print(f"{'model':42s} {'kern':>4s} {'pure':>4s} {'main':>5s} {'result':>7s} {'max diff':>9s} {'eager ms':>9s} "
-          f"{'compile ms':>10s} {'cuTile ms':>9s} {'vs eager':>8s} {'vs comp.':>8s}  note")
+          f"{'compile ms':>10s} {'cuTile ms':>9s} {'vs eager':>8s} {'vs comp.':>8s} {'device vs eager':>15s}  note")
     for r in rows:
         print(f"{r['model'][:42]:42s} {r['kernels']:4d} {'yes' if r['pure'] else 'no':>4s} {r.get('main', '-')[:5]:>5s} "
               f"{r['status']:>7s} "
               f"{_fmt(r['max_diff'], '.2e'):>9s} {_fmt(r['eager_ms']):>9s} {_fmt(r['compile_ms']):>10s} "
               f"{_fmt(r['cutile_ms']):>9s} {_fmt(r['speedup_eager'], '.2f'):>8s} "
-              f"{_fmt(r['speedup_compile'], '.2f'):>8s}  {r['error'][:60]}")
+              f"{_fmt(r['speedup_compile'], '.2f'):>8s} {_fmt(r['speedup_eager_device'], '.2f'):>15s}  "
+              f"{r['error'][:60]}")
     n = len(rows)
     passed = [r for r in rows if r["status"] == "pass"]
     fast1 = [r for r in passed if (r["speedup_eager"] or 0) > 1.0]
     ge = _geomean([r["speedup_eager"] for r in passed])
     gc = _geomean([r["speedup_compile"] for r in passed])
+    gd = _geomean([r["speedup_eager_device"] for r in passed])
     print()
     if args.main_jobs:
         print(f"composed files' own __main__: PASS {sum(r.get('main') == 'PASS' for r in rows)}/{n}")
@@ -241,7 +256,7 @@ def run_bench(args) -> int:
               f"({100 * len(passed) / max(n, 1):.0f}%) | fast_1 (correct and faster than eager): "
               f"{len(fast1)}/{n} ({100 * len(fast1) / max(n, 1):.0f}%)")
         print(f"geomean speedup over passing models: vs eager {_fmt(ge, '.2f')}x | vs torch.compile "
-              f"{_fmt(gc, '.2f')}x | {wall}")
+              f"{_fmt(gc, '.2f')}x | vs eager in device time {_fmt(gd, '.2f')}x | {wall}")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump([{k: v for k, v in r.items() if k != "specs_json"} for r in rows], f, indent=2, default=str)

@@ -27,7 +27,7 @@ def test_batch_survives_a_bad_model_and_prints_the_summary(tmp_path, capsys):
     assert rows[1]["status"] == "error" and "syntax_error.py:1" in rows[1]["error"]
     assert rows[0]["kernels"] >= 1 and rows[0]["pure"] is True
     assert rows[0]["status"] in ("pass", "fail", "no_gpu", "error")  # no_gpu here; pass on a GPU machine
-    assert "models: 2 | pure: 1/2" in out and "geomean speedup" in out
+    assert "models: 2 | pure: 1/2" in out and "geomean speedup" in out and "device vs eager" in out
     assert "[2/2] validated" in err
     with open(tmp_path / "b.csv", newline="") as f:
         assert [r["model"] for r in csv.DictReader(f)] == [good.name, "syntax_error.py"]
@@ -117,3 +117,19 @@ def test_composed_main_runs_through_dash_c_so_a_frozen_app_can_run_it(tmp_path):
     row = {"composed": str(crash)}
     run_main(row, timeout=60)
     assert row["main"] == "ERR(1)" and "boom" in row["main_error"]
+
+
+def test_rows_carry_device_time_beside_wall_clock():
+    """A row's timing columns: wall clock and device time per forward, the speed-ups over eager and torch.compile
+    (wall) and over eager in device time, which separates a slow kernel from a launch-bound forward."""
+    from tilestudio.core.bench import TIMING_FIELDS, timing_fields
+
+    empty = timing_fields({})
+    assert list(empty) == TIMING_FIELDS and all(v is None for v in empty.values())
+    row = timing_fields({"eager_ms": 0.6, "eager_device_ms": 0.13, "cutile_ms": 0.5, "cutile_device_ms": 0.05,
+                         "compile_ms": 0.4, "compile_device_ms": 0.08, "speedup_vs_eager": 1.2,
+                         "speedup_vs_compile": 0.8, "eager_host_ms": 0.5})
+    assert row["speedup_eager"] == 1.2 and row["speedup_compile"] == 0.8
+    assert abs(row["speedup_eager_device"] - 2.6) < 1e-9 and row["cutile_device_ms"] == 0.05
+    assert "eager_host_ms" not in row
+    assert timing_fields({"eager_device_ms": 0.1})["speedup_eager_device"] is None  # no cuTile time: no ratio
