@@ -178,9 +178,12 @@ def mma_lines(ind: str, a: str, b: str, acc: str, cast: str = "", f32: bool = Fa
         return [f"{ind}{acc} = ct.mma({a}{cast}, {b}{cast}, {acc})"]
     lines = []
     for x in (a, b):
-        lines += [f"{ind}{x}_f = {x}{cast}" if cast else f"{ind}{x}_f = {x}",
-                  f"{ind}{x}_hi = {x}_f.astype(ct.tfloat32)",
-                  f"{ind}{x}_lo = ({x}_f - {x}_hi.astype(ct.float32)).astype(ct.tfloat32)"]
+        src = x
+        if cast:  # a mixed-dtype product: the operand as float32 first
+            src = f"{x}_f"
+            lines.append(f"{ind}{src} = {x}{cast}")
+        lines += [f"{ind}{x}_hi = {src}.astype(ct.tfloat32)",
+                  f"{ind}{x}_lo = ({src} - {x}_hi.astype(ct.float32)).astype(ct.tfloat32)"]
     return lines + [f"{ind}{acc} = ct.mma({a}_hi, {b}_lo, {acc})", f"{ind}{acc} = ct.mma({a}_lo, {b}_hi, {acc})",
                     f"{ind}{acc} = ct.mma({a}_hi, {b}_hi, {acc})"]
 
