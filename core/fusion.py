@@ -11,8 +11,9 @@ R2 norm/softmax prologue
               kernel as its prologue when the result has no other use. A residual add feeding a norm fuses even when
               the sum is also used later (the residual stream): the fused kernel then also writes the sum.
 R3 elementwise trees
-              A single-use purely elementwise kernel that computes a side input of an elementwise op (a mask, a
-              scaled bias) joins the consumer's kernel.
+              A purely elementwise kernel that computes a side input of an elementwise op (a mask, a scaled bias)
+              joins the consumer's kernel when that input has no other use, or when all its uses are ops of that
+              kernel (a GRU cell's candidate n, read by both h - n and n + z * (h - n)).
 R4 glue       Data movement (view/reshape/permute/transpose/slice/cat/stack/expand), allocation and identities
               (dropout in eval, contiguous, clone) are glue between kernels, not kernels. Alias-like glue
               (dropout in eval, contiguous, clone, detach) is transparent to R1-R3.
@@ -279,16 +280,24 @@ class _Fuser:
                 break
         else:
             gid = self._fuse_broadcast_back(node, gid)
-        # R3: pull in single-use purely elementwise producers of side inputs.
+        # R3: pull in purely elementwise producers of side inputs used only here (once, or by several ops of
+        # this kernel).
         for ref in self._tensor_inputs(node):
             prod = self.producer(ref)
-            if prod is None or self.use_count(ref) != 1:
+            if prod is None or (self.use_count(ref) != 1 and not self._used_only_in(ref, gid)):
                 continue
             pg = self.group_of[prod]
             if pg == gid or not self.is_pure_elementwise(pg):
                 continue
             if self.can_merge(pg, gid):
                 self.merge(gid, pg, "R3")
+
+    def _used_only_in(self, value: str, gid: int) -> bool:
+        """Every use of `value` is an op of group `gid` (not a graph output, no glue in between)."""
+        value = self.resolve(value)
+        users = self.uses.get(value, [])
+        return (bool(users) and value not in self._resolved_outputs()
+                and all(self.group_of.get(u) == gid for u in users))
 
     def _fuse_rotate_half(self, node: OpNode) -> bool:
         """R9: rotate_half(x) (rotate_half.py) joins the kernel of its negation, which then yields the whole

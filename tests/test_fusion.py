@@ -169,6 +169,29 @@ def test_r3_mask_computation_joins_the_consumer(decompose):
     assert "R3" in dec.kernels[0].fusion_rules
 
 
+def test_r3_value_used_twice_by_one_kernel_joins_it(decompose):
+    """A GRU cell: the candidate n (one elementwise kernel) is read twice by the update h' = n + z * (h - n); all
+    of its uses are in that kernel, so the two gate kernels are one. A value also used elsewhere stays apart."""
+    dec = decompose("""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.GRUCell(8, 16)
+        def forward(self, x, h):
+            return self.cell(x, h)
+    """, inputs="[torch.randn(4, 8), torch.randn(4, 16)]")
+    assert [k.family for k in dec.kernels].count("elementwise") == 1
+    gates = next(k for k in dec.kernels if k.family == "elementwise")
+    assert "R3" in gates.fusion_rules and gates.operations.count("tanh") == 1
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x, z):
+            a = torch.tanh(x + 1)
+            return a * z + a, a.sum()
+    """, inputs="[torch.randn(4, 16), torch.randn(4, 16)]")
+    assert groups(dec)[0] == ["add", "tanh"] and len(dec.kernels) == 3  # a also feeds the sum: written once
+
+
 def test_r4_glue_is_not_a_kernel_and_dropout_is_transparent(decompose):
     dec = decompose("""
     class Model(nn.Module):

@@ -3,13 +3,13 @@
 One block computes a (BM, Ev) tile of the output for one (batch, head): it keeps the query tile in registers and
 loops over key/value tiles of BN positions, computing S = Q K^T with `ct.mma` (float32 accumulation), applying the
 scale, the masks and an online softmax in base 2 (running max m, running sum l, rescaled accumulator), then
-accumulating P V with `ct.mma` (float32 inputs: both products in split TF32, gemm_common.score_lines /
-pv_lines). Head dims are padded to powers of two (zero padding adds nothing to the dot
-products); key positions past the sequence end are masked. Supported: any sequence lengths, head dim <= 256 (value
-head dim may differ), is_causal (top-left aligned, as PyTorch: query i sees keys j <= i; key tiles past the
-diagonal are skipped), attn_mask bool (True = attend) or float (added to the scores) broadcast over batch, heads,
-queries or keys, explicit scale, grouped-query attention (enable_gqa), fused elementwise epilogues. Rows whose
-keys are all masked give 0 (PyTorch's safe softmax). dropout_p > 0 is not supported (it is random).
+accumulating P V with `ct.mma` (float32 inputs: both products in split TF32, gemm_common.score_lines / pv_lines).
+Head dims are padded to powers of two (zero padding adds nothing to the dot products); key positions past the
+sequence end are masked. Supported: any sequence lengths, head dim <= 256 (value head dim may differ), is_causal
+(top-left aligned, as PyTorch: query i sees keys j <= i; key tiles past the diagonal are skipped), attn_mask bool
+(True = attend) or float (added to the scores) broadcast over batch, heads, queries or keys, explicit scale,
+grouped-query attention (enable_gqa), fused elementwise epilogues. Rows whose keys are all masked give 0 (PyTorch's
+safe softmax). dropout_p > 0 is not supported (it is random).
 """
 
 from __future__ import annotations

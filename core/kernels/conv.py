@@ -2,12 +2,12 @@
 (including 'same'/'valid'), dilation, groups and output_padding, with the conv bias, an eval batch norm folded
 into the weights at construction (R6) and the fused elementwise epilogue.
 
-Every case runs in a 3-D frame (1-D/2-D convolutions get size-1 leading spatial dims) as an implicit GEMM on
-tensor cores: a block owns BCO output channels x a (BOH, BOW) box of output positions of one image (and depth
-plane) and accumulates  out[co, p] += W[co, (tap, ci)] @ X[(tap, ci), p]  in float32 with `ct.mma` (float32
-operands in split TF32, gemm_common.mma_lines), looping over the kernel taps and BK-channel slices of the input. For a fixed tap the input positions a box of outputs reads
-form a box too, so the X tile is one rectangular load at an arbitrary element offset (a tiled view with unit
-traversal steps), never a gather and never an im2col buffer:
+Every case runs in a 3-D frame (1-D/2-D convolutions get size-1 leading spatial dims) as an implicit GEMM on tensor
+cores: a block owns BCO output channels x a (BOH, BOW) box of output positions of one image (and depth plane) and
+accumulates out[co, p] += W[co, (tap, ci)] @ X[(tap, ci), p] in float32 with `ct.mma` (float32 operands in split
+TF32, gemm_common.mma_lines), looping over the kernel taps and BK-channel slices of the input. For a fixed tap the
+input positions a box of outputs reads form a box too, so the X tile is one rectangular load at an arbitrary element
+offset (a tiled view with unit traversal steps), never a gather and never an im2col buffer:
 
 - layout: a small copy kernel first rearranges the input into a zero-padded, phase-split, channels-last buffer
   XP[n*G + g, phase, q, ci] = x[n, g*Cig + ci, q*stride + r - pad]  (phase = r per dim; channels padded to 16

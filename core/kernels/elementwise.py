@@ -191,8 +191,8 @@ def _strided_kernel(sp, kid, kparams, rotations, ops, by_value, params, scalar_b
             if value in scalar_by_value:
                 return scalar_params[value]
             op, var, cast = _input_tile(value, by_value)
-            lines.append(f"{ind}{var} = "
-                         + elementwise_strided.load(sp, params[op.spec.name], op.spec.shape, cast, load_hint, unchecked))
+            tile = elementwise_strided.load(sp, params[op.spec.name], op.spec.shape, cast, load_hint, unchecked)
+            lines.append(f"{ind}{var} = {tile}")
             return var
 
         env: dict[str, str] = {}

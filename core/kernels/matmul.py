@@ -7,16 +7,16 @@ A and B are host views of the inputs (permute/reshape only; transposed storage i
 each batch dim either matches the output's or is 1 (broadcast: the kernel reads batch index 0). When B has no
 batch and nothing in the epilogue breaks the row structure, the batch dims fold into M (one big GEMM).
 
-The kernel: one (BM, BN) output tile per block, blocks ordered in groups of GROUP_M tile rows so that blocks
-running together share A and B tiles in L2, batch on the second grid dim. The K loop loads (BM, BK) and (BK, BN)
-tiles with zero padding (ragged M, N, K need no special case) and accumulates on tensor cores with `ct.mma`
-into float32. An operand stored transposed (a `.t()` weight, a `.transpose(-1, -2)` view from glue) is
-detected at launch from its strides and loaded with a transposed `order`, without a copy. fp16/bf16 inputs run
-at full tensor-core rate; float32 inputs run on tensor cores too, in split TF32 (gemm_common.mma_lines: three
-TF32 mmas over each operand's hi/lo parts, float32-level results; plain TF32's 10-bit mantissa would miss the
-checker's float32 tolerance for long K, and a float32 `mma` is scalar FFMA on sm_90). The epilogue (alpha/beta, bias, folded batch norm, the
-fused elementwise ops) runs on the float32 accumulator; each output is cast to its dtype on store. Tile sizes,
-GROUP_M and the occupancy/CGA hints come from gemm_common.TILES (see choose_tiles).
+The kernel: one (BM, BN) output tile per block, blocks ordered in groups of GROUP_M tile rows so that blocks running
+together share A and B tiles in L2, batch on the second grid dim. The K loop loads (BM, BK) and (BK, BN) tiles with
+zero padding (ragged M, N, K need no special case) and accumulates on tensor cores with `ct.mma` into float32. An
+operand stored transposed (a `.t()` weight, a `.transpose(-1, -2)` view from glue) is detected at launch from its
+strides and loaded with a transposed `order`, without a copy. fp16/bf16 inputs run at full tensor-core rate; float32
+inputs run on tensor cores too, in split TF32 (gemm_common.mma_lines: three TF32 mmas over each operand's hi/lo
+parts, float32-level results; plain TF32's 10-bit mantissa would miss the checker's float32 tolerance for long K,
+and a float32 `mma` is scalar FFMA on sm_90). The epilogue (alpha/beta, bias, folded batch norm, the fused
+elementwise ops) runs on the float32 accumulator; each output is cast to its dtype on store. Tile sizes, GROUP_M and
+the occupancy/CGA hints come from gemm_common.TILES (see choose_tiles).
 """
 
 from __future__ import annotations
@@ -690,7 +690,8 @@ class _Builder(SideOperands):
                  + (", batch folded into M" if g.fold else "")
                  + (f", {self.n_loop} N tiles per block" if self.n_loop > 1 else "")
                  + (("; float32 operands in split TF32 (3 tensor-core mmas, float32-level results)"
-                     if TILES["f32_split_tf32"] else "; float32 operands use a float32 mma (FFMA)") if self.f32 else "")]
+                     if TILES["f32_split_tf32"] else "; float32 operands use a float32 mma (FFMA)")
+                    if self.f32 else "")]
         if self.bn is not None:
             notes.append("eval batch norm folded into the weight and bias in prepare_")
         return KernelSource(spec_id=spec.id, family=spec.family, code=code, launch_name=f"launch_{kid}",
