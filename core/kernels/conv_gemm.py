@@ -96,7 +96,7 @@ class GemmBuilder(ConvBuilder):
               f"padding_mode={ZERO}), (BK, BOH * BOW))")
         B(f"{ind}wt = ct.reshape(ct.load(WR, index=(g, cob, tap, cb), shape=(1, BCO, 1, BK), "
           f"padding_mode={ZERO}), (BCO, BK))")
-        for line in mma_lines(ind, "wt", "xt", "acc", cast, self.f32):
+        for line in mma_lines(ind, "wt", "xt", "acc", cast, self.f32, "(BCO, BOH * BOW)"):
             B(line)
 
     def split_cb(self, ind: str, kk: str) -> str:

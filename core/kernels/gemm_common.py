@@ -50,6 +50,11 @@ TILES: dict[str, Any] = {
     # dropped a_lo @ b_lo is below 2^-22 relative: float32-level results (PyTorch's default float32 matmul does not
     # use TF32 either). False: plain float32 mma (FFMA)
     "f32_split_tf32": True,
+    # ... and each K step's three mmas summed into a fresh accumulator that is then added to the running one (an
+    # IEEE float32 add per step), for K loops whose accumulator shape the generator passes: the split's error grows
+    # with K (H200, session 22: relative 2.6e-6 at K = 384, 2.9e-5 at 4096, plain float32 ~2e-7), as if the
+    # tensor cores' in-mma accumulation were truncating. Off: not yet timed (bench/variants_gemm.py --only fp32)
+    "f32_split_promote": False,
     "mm_group_m": 8,  # tile rows per group of the swizzled (L2-friendly) block order
     # K no larger than this runs in one K step (BK = K rounded up to a power of two): batched small-K GEMMs
     # (attention-like bmm, K = 64/128) are bound by writing the output, not by the loop
@@ -170,10 +175,11 @@ def kernel_decorator(occupancy: int | None, num_ctas: int | None = None, worker_
     return f"@ct.kernel({', '.join(opts)})" if opts else "@ct.kernel"
 
 
-def mma_lines(ind: str, a: str, b: str, acc: str, cast: str = "", f32: bool = False) -> list[str]:
+def mma_lines(ind: str, a: str, b: str, acc: str, cast: str = "", f32: bool = False, shape: str = "") -> list[str]:
     """`acc = a @ b + acc` (a, b tile variables, `cast` applied to both): one ct.mma, or, for float32 operands
     (`f32`) with TILES["f32_split_tf32"], three TF32 mmas on the hi/lo split of each (the small terms first, so
-    they are not lost against the large one)."""
+    they are not lost against the large one); with TILES["f32_split_promote"] and the accumulator's `shape` (a
+    tuple expression), those three go to a fresh accumulator added to `acc` afterwards."""
     if not (f32 and TILES["f32_split_tf32"]):
         return [f"{ind}{acc} = ct.mma({a}{cast}, {b}{cast}, {acc})"]
     lines = []
@@ -184,6 +190,10 @@ def mma_lines(ind: str, a: str, b: str, acc: str, cast: str = "", f32: bool = Fa
             lines.append(f"{ind}{src} = {x}{cast}")
         lines += [f"{ind}{x}_hi = {src}.astype(ct.tfloat32)",
                   f"{ind}{x}_lo = ({src} - {x}_hi.astype(ct.float32)).astype(ct.tfloat32)"]
+    if TILES["f32_split_promote"] and shape:
+        return lines + [f"{ind}part = ct.mma({a}_hi, {b}_lo, ct.zeros({shape}, dtype=ct.float32))",
+                        f"{ind}part = ct.mma({a}_lo, {b}_hi, part)", f"{ind}part = ct.mma({a}_hi, {b}_hi, part)",
+                        f"{ind}{acc} = {acc} + part"]
     return lines + [f"{ind}{acc} = ct.mma({a}_hi, {b}_lo, {acc})", f"{ind}{acc} = ct.mma({a}_lo, {b}_hi, {acc})",
                     f"{ind}{acc} = ct.mma({a}_hi, {b}_hi, {acc})"]
 
@@ -200,7 +210,7 @@ def pv_lines(ind: str, f32: bool) -> list[str]:
     """The attention generators' `acc = acc * alpha + p @ vt`, in split TF32 for a float32 v."""
     if not (f32 and TILES["f32_split_tf32"]):
         return [f"{ind}acc = ct.mma(p.astype(vt.dtype), vt, acc * alpha)"]
-    return [f"{ind}acc = acc * alpha"] + mma_lines(ind, "p", "vt", "acc", f32=True)
+    return [f"{ind}acc = acc * alpha"] + mma_lines(ind, "p", "vt", "acc", f32=True, shape="(BM, DVP)")
 
 
 def tup(items: Sequence[Any]) -> str:

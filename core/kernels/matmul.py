@@ -508,7 +508,7 @@ class _Builder(SideOperands):
         L(f"{I}acc = {bias}" if bias else f"{I}acc = ct.zeros((BM, BN), dtype=ct.float32)")
         if nl > 1:
             self._operand_load(I, "b", "B", "TRANS_B", zb, "0", "bn", "BK", "BN")
-            for line in mma_lines(I, "a", "b", "acc", cast, self.f32):
+            for line in mma_lines(I, "a", "b", "acc", cast, self.f32, "(BM, BN)"):
                 L(line)
         else:
             ind = "    "
@@ -519,7 +519,7 @@ class _Builder(SideOperands):
             ind2 = ind + "    "
             self._operand_load(ind2, "a", "A", "TRANS_A", za, "bm", "kt", "BM", "BK")
             self._operand_load(ind2, "b", "B", "TRANS_B", zb, "kt", "bn", "BK", "BN")
-            for line in mma_lines(ind2, "a", "b", "acc", cast, self.f32):
+            for line in mma_lines(ind2, "a", "b", "acc", cast, self.f32, "(BM, BN)"):
                 L(line)
         # epilogue
         val = "acc"

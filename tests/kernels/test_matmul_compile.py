@@ -370,3 +370,18 @@ def test_float32_operands_multiply_in_split_tf32(split, monkeypatch):
                        "[torch.randn(38, 384, dtype=torch.bfloat16)]", FAMILY)
     code = generate_kernel(low).code
     assert code.count("ct.mma(") == 1 and "tfloat32" not in code
+
+
+def test_split_tf32_promoted_k_steps_variant(monkeypatch):
+    """TILES["f32_split_promote"] (a variant, off by default): each K step's three TF32 mmas go to a fresh
+    accumulator added to the running one; compiles for sm_90 and keeps float32-level values on the emulator."""
+    from tilestudio.core.kernels.gemm_common import TILES
+
+    monkeypatch.setitem(TILES, "f32_split_promote", True)
+    spec = snippet_spec(_m("self.l(x) + r", "x, r", "self.l = nn.Linear(384, 96)"),
+                        "[torch.randn(38, 384), torch.randn(38, 96)]", FAMILY)
+    source = compile_spec_dedup(spec, ("sm_90",))
+    assert "part = ct.mma(a_hi, b_lo, ct.zeros((BM, BN), dtype=ct.float32))" in source.code
+    assert "acc = acc + part" in source.code
+    result = check_emulated(spec, source)
+    assert result.ok and result.max_abs_err < 1e-4, (result.max_abs_err, result.message)
