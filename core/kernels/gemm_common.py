@@ -175,27 +175,38 @@ def kernel_decorator(occupancy: int | None, num_ctas: int | None = None, worker_
     return f"@ct.kernel({', '.join(opts)})" if opts else "@ct.kernel"
 
 
+def tf32_split(ind: str, x: str, src: str = "") -> list[str]:
+    """{src} (default x, a float32 tile) = {x}_hi + {x}_lo in TF32."""
+    src = src or x
+    return [f"{ind}{x}_hi = {src}.astype(ct.tfloat32)",
+            f"{ind}{x}_lo = ({src} - {x}_hi.astype(ct.float32)).astype(ct.tfloat32)"]
+
+
+def split_mmas(ind: str, a: tuple[str, str], b: tuple[str, str], acc: str, init: str = "") -> list[str]:
+    """acc (starting from `init`, default acc) += (a_hi + a_lo) @ (b_hi + b_lo) without the lo @ lo term: three
+    TF32 mmas, the small terms first so they are not lost against the large one. a, b: (hi, lo) tile names."""
+    (a_hi, a_lo), (b_hi, b_lo) = a, b
+    return [f"{ind}{acc} = ct.mma({a_hi}, {b_lo}, {init or acc})", f"{ind}{acc} = ct.mma({a_lo}, {b_hi}, {acc})",
+            f"{ind}{acc} = ct.mma({a_hi}, {b_hi}, {acc})"]
+
+
 def mma_lines(ind: str, a: str, b: str, acc: str, cast: str = "", f32: bool = False, shape: str = "") -> list[str]:
     """`acc = a @ b + acc` (a, b tile variables, `cast` applied to both): one ct.mma, or, for float32 operands
-    (`f32`) with TILES["f32_split_tf32"], three TF32 mmas on the hi/lo split of each (the small terms first, so
-    they are not lost against the large one); with TILES["f32_split_promote"] and the accumulator's `shape` (a
-    tuple expression), those three go to a fresh accumulator added to `acc` afterwards."""
+    (`f32`) with TILES["f32_split_tf32"], the split-TF32 mmas over each one's hi/lo parts (split_mmas); with
+    TILES["f32_split_promote"] and the accumulator's `shape` (a tuple expression), those three go to a fresh
+    accumulator added to `acc` afterwards."""
     if not (f32 and TILES["f32_split_tf32"]):
         return [f"{ind}{acc} = ct.mma({a}{cast}, {b}{cast}, {acc})"]
     lines = []
     for x in (a, b):
-        src = x
         if cast:  # a mixed-dtype product: the operand as float32 first
-            src = f"{x}_f"
-            lines.append(f"{ind}{src} = {x}{cast}")
-        lines += [f"{ind}{x}_hi = {src}.astype(ct.tfloat32)",
-                  f"{ind}{x}_lo = ({src} - {x}_hi.astype(ct.float32)).astype(ct.tfloat32)"]
+            lines.append(f"{ind}{x}_f = {x}{cast}")
+        lines += tf32_split(ind, x, f"{x}_f" if cast else x)
+    halves = (f"{a}_hi", f"{a}_lo"), (f"{b}_hi", f"{b}_lo")
     if TILES["f32_split_promote"] and shape:
-        return lines + [f"{ind}part = ct.mma({a}_hi, {b}_lo, ct.zeros({shape}, dtype=ct.float32))",
-                        f"{ind}part = ct.mma({a}_lo, {b}_hi, part)", f"{ind}part = ct.mma({a}_hi, {b}_hi, part)",
-                        f"{ind}{acc} = {acc} + part"]
-    return lines + [f"{ind}{acc} = ct.mma({a}_hi, {b}_lo, {acc})", f"{ind}{acc} = ct.mma({a}_lo, {b}_hi, {acc})",
-                    f"{ind}{acc} = ct.mma({a}_hi, {b}_hi, {acc})"]
+        return (lines + split_mmas(ind, *halves, "part", init=f"ct.zeros({shape}, dtype=ct.float32)")
+                + [f"{ind}{acc} = {acc} + part"])
+    return lines + split_mmas(ind, *halves, acc)
 
 
 def score_lines(ind: str, f32: bool, suffix: str = "") -> list[str]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
+from .gemm_common import split_mmas, tf32_split
 
 GATES = {"lstm_recurrence": 4, "gru_recurrence": 3, "rnn_recurrence": 1}
 CT = {"float32": "ct.float32", "float16": "ct.float16", "bfloat16": "ct.bfloat16"}
@@ -215,21 +216,13 @@ def gx_tile(g: int, j: str | int) -> str:
             "(BB, C)).astype(ct.float32)")
 
 
-def tf32_split(ind: str, x: str) -> list[str]:
-    """x = x_hi + x_lo in TF32 (x a float32 tile), as {x}_hi and {x}_lo."""
-    return [f"{ind}{x}_hi = {x}.astype(ct.tfloat32)",
-            f"{ind}{x}_lo = ({x} - {x}_hi.astype(ct.float32)).astype(ct.tfloat32)"]
-
-
 def mma_lines(ind: str, g: int, wt: str, lhs: list[str], split_tf32: bool) -> list[str]:
     """r{g} += lhs @ wt: one mma, or split TF32 (lhs = [hi, lo]; three mmas, the small terms first so they are not
     lost against the large one)."""
     if not split_tf32:
         return [f"{ind}r{g} = ct.mma({lhs[0]}, {wt}, r{g})"]
-    hi, lo = lhs
-    return ([f"{ind}wt = {wt}.astype(ct.float32)"] + tf32_split(ind, "wt") +
-            [f"{ind}r{g} = ct.mma({hi}, wt_lo, r{g})", f"{ind}r{g} = ct.mma({lo}, wt_hi, r{g})",
-             f"{ind}r{g} = ct.mma({hi}, wt_hi, r{g})"])
+    return ([f"{ind}wt = {wt}.astype(ct.float32)"] + tf32_split(ind, "wt")
+            + split_mmas(ind, tuple(lhs), ("wt_hi", "wt_lo"), f"r{g}"))
 
 
 def wrapper_head(ly: Layer) -> list[str]:

@@ -13,7 +13,8 @@ hidden 1024 in bf16). The host loop launches T kernels; the hidden size needs no
 from __future__ import annotations
 
 from .base import KernelSource
-from .recurrent import CHUNK, Layer, gate_lines, gx_tile, mma_lines, tf32_split, w_tile, wrapper_head
+from .gemm_common import tf32_split
+from .recurrent import CHUNK, Layer, gate_lines, gx_tile, mma_lines, w_tile, wrapper_head
 
 # (BB, 64) float32 accumulators per gate are live together: gates * BB * 64 <= this (LSTM: BB 32, RNN: 64)
 STEP_ACC_ELEMS = 8192
