@@ -16,7 +16,9 @@ R3 elementwise trees
               kernel (a GRU cell's candidate n, read by both h - n and n + z * (h - n)).
 R4 glue       Data movement (view/reshape/permute/transpose/slice/cat/stack/expand), allocation and identities
               (dropout in eval, contiguous, clone) are glue between kernels, not kernels. Alias-like glue
-              (dropout in eval, contiguous, clone, detach) is transparent to R1-R3.
+              (dropout in eval, contiguous, clone, detach, and a cast to the dtype the value already has:
+              `x.to(torch.float32)` / `.float()` / `.type_as(y)` on a float32 x, which PyTorch returns as x itself)
+              is transparent to R1-R3.
 R5 parallel   Kernels with no path between them are independent; kernels are levelled by longest dependency path
               and each level is a parallel group.
 R6 BN folding An eval-mode batch norm directly after a convolution or linear, on its single-use result, joins it
@@ -66,6 +68,8 @@ ROW_STAT_MAX = 8192
 # R8: a cast between the softmax and the probabilities' matmul that the flash kernel absorbs (it casts the
 # probabilities to v's dtype for the tensor cores anyway)
 SOFTMAX_CASTS = {"to", "_to_copy"}
+# casts that return their input itself when it already has the target dtype (`_to_copy` always copies)
+NOOP_CAST_OPS = {"to", "type_as"}
 
 
 @dataclass
@@ -106,6 +110,9 @@ class _Fuser:
         self.groups: dict[int, Group] = {}
         self.group_of: dict[str, int] = {}
         self.output_values = {r for o in graph.outputs for r in _refs(o)}
+        self.noop_casts = {n.name for n in graph.nodes if self._is_noop_cast(n)}
+        for name in self.noop_casts:  # glue, not an elementwise kernel
+            self.info[name] = OpInfo("data_movement", "glue")
 
     # ---- value bookkeeping ------------------------------------------------------------------------------------
     def resolve(self, value: str) -> str:
@@ -202,7 +209,8 @@ class _Fuser:
         for node in self.graph.nodes:
             info = self.info[node.name]
             refs = node_refs(node)
-            if info.is_glue and base_op(node.op) in ALIAS_OPS and refs and node.meta is not None:
+            if (info.is_glue and (base_op(node.op) in ALIAS_OPS or node.name in self.noop_casts) and refs
+                    and node.meta is not None):
                 self.alias[node.name] = refs[0]
                 continue  # an alias is not a consumer: its own consumers are counted through it
             if info.category == "identity" and node.meta is None:
@@ -246,6 +254,17 @@ class _Fuser:
     def _new_gid(self) -> int:
         self._next = getattr(self, "_next", -1) + 1
         return self._next
+
+    def _is_noop_cast(self, node: OpNode) -> bool:
+        """`to(dtype)` / `type_as` to the dtype its input already has, without copy=True or a memory format:
+        PyTorch returns the input itself, so no kernel and no copy."""
+        if base_op(node.op) not in NOOP_CAST_OPS or node.meta is None or node.tuple_output:
+            return False
+        refs = node_refs(node)
+        src = self._meta(refs[0]) if refs else None
+        attrs = node.attrs
+        return (src is not None and src.dtype == node.meta.dtype and list(src.shape) == list(node.meta.shape)
+                and not attrs.get("copy") and attrs.get("memory_format") is None)
 
     def _tensor_inputs(self, node: OpNode) -> list[str]:
         return [r for r in node_refs(node) if self._meta(r) is not None]

@@ -208,6 +208,32 @@ def test_r4_glue_is_not_a_kernel_and_dropout_is_transparent(decompose):
     assert all(e.glue for e in dec.completeness if e.op in ("view", "permute", "dropout"))
 
 
+def test_r4_a_cast_to_the_dtype_it_already_has_is_transparent(decompose):
+    """T5's `x.to(torch.float32)` on a float32 x (PyTorch returns x itself) is no kernel; the float32 softmax
+    cast back with `.type_as` no longer keeps the attention from being one flash kernel."""
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x, q, k, v):
+            var = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+            h = x * torch.rsqrt(var + 1e-6)
+            s = torch.matmul(q, k.transpose(-1, -2))
+            a = F.softmax(s.float(), dim=-1).type_as(s)
+            return h + x, torch.matmul(a, v)
+    """, "[torch.randn(4, 16), torch.randn(2, 3, 8, 4), torch.randn(2, 3, 8, 4), torch.randn(2, 3, 8, 4)]")
+    assert groups(dec) == [["pow", "mean", "add", "rsqrt", "mul", "add"],
+                           ["matmul", "softmax", "matmul"]], groups(dec)
+    assert all(e.glue for e in dec.completeness if e.op in ("to", "type_as"))
+
+
+def test_r4_a_real_cast_stays_a_kernel_op(decompose):
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.to(torch.float32) * 2, x.type_as(torch.ones(1, dtype=torch.float32))
+    """, "[torch.randn(4, 16).half()]")
+    assert sorted(op for ops in groups(dec) for op in ops if op in ("to", "type_as")) == ["to", "type_as"]
+
+
 def test_r5_independent_branches_are_a_parallel_group(decompose):
     dec = decompose("""
     class Model(nn.Module):
