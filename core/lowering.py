@@ -6,6 +6,8 @@
   with glue (select/cat/stack) for initial states, bidirectional concatenation and the stacked final states.
 - `aten.lstm_cell/gru_cell/rnn_*_cell` become plain ATen ops (two linears, slices, gate elementwise ops), which the
   ordinary fusion rules turn into matmul kernels and one fused gate kernel.
+- `aten.glu` (`F.glu(x, dim)`, `nn.GLU`) becomes its definition, `a * sigmoid(b)` over the two halves of x along
+  dim (two slices, glue), so it is an ordinary elementwise kernel that fuses with its neighbours.
 Final values keep the names of the original graph values, so everything downstream (and verify) is unchanged.
 """
 
@@ -45,7 +47,7 @@ class _Emitter:
 
 def lower(graph: OpGraph) -> OpGraph:
     kinds = {n.op for n in graph.nodes}
-    if not (kinds & (set(_SEQUENCE) | _CELLS)):
+    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu"})):
         return graph
     shapes = {i.name: i.meta.shape for i in graph.inputs if i.meta}
     for n in graph.nodes:
@@ -65,6 +67,8 @@ def lower(graph: OpGraph) -> OpGraph:
             lowered = _lower_sequence(graph, node, shapes, getitems.get(node.name, {}))
         elif node.op in _CELLS:
             lowered = _lower_cell(graph, node, shapes, getitems.get(node.name, {}))
+        elif node.op == "glu":
+            lowered = _lower_glu(graph, node, shapes)
         if lowered is None:
             new_nodes.append(node)
             continue
@@ -200,6 +204,28 @@ def _lower_cell(graph, node, shapes, items) -> list[OpNode] | None:
     em.emit(c_name, "aten.add.Tensor", [ref(fc), ref(ig)], shape, {"alpha": 1})
     tc = op("tanh_c", "tanh.default", ref(c_name))
     em.emit(items.get(0, f"{base}_h"), "aten.mul.Tensor", [ref(o_), ref(tc)], shape)
+    return em.out
+
+
+def _lower_glu(graph, node, shapes) -> list[OpNode] | None:
+    """glu(x, dim) = x[..., :h, ...] * sigmoid(x[..., h:, ...]) along dim (h = half of x's size there)."""
+    x = node.args[0]
+    if not isinstance(x, dict) or x.get("ref") not in shapes or node.meta is None:
+        return None
+    shape = list(shapes[x["ref"]])
+    dim = node.attrs.get("dim", -1)
+    dim = dim + len(shape) if dim < 0 else dim
+    if not 0 <= dim < len(shape) or shape[dim] % 2:
+        return None  # PyTorch's own error (odd size) is raised by the model's reference run
+    half = shape[dim] // 2
+    out = list(node.meta.shape)
+    em = _Emitter(graph, node)
+    em.dtype = node.meta.dtype
+    a, b = (em.emit(f"{node.name}_{part}", "aten.slice.Tensor", [x, dim, i * half, (i + 1) * half], out,
+                    {"dim": dim, "start": i * half, "end": (i + 1) * half, "step": 1})
+            for i, part in enumerate(("a", "b")))
+    gate = em.emit(f"{node.name}_gate", "aten.sigmoid.default", [ref(b)], out)
+    em.emit(node.name, "aten.mul.Tensor", [ref(a), ref(gate)], out)
     return em.out
 
 

@@ -50,6 +50,30 @@ def test_multilayer_bidirectional_lstm_gru_rnn_and_cells_lower_and_verify(tmp_pa
     assert report["ok"], report
 
 
+def test_glu_lowers_to_a_sigmoid_gate_over_the_two_halves(tmp_path):
+    from tilestudio.core.analyzer import analyze_graph
+    from tilestudio.core.capture_model import capture_file
+
+    path = tmp_path / "glu.py"
+    path.write_text(textwrap.dedent("""
+        import torch, torch.nn as nn, torch.nn.functional as F
+        class Model(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.glu = nn.GLU(dim=1)
+            def forward(s, x):
+                return F.glu(x, -1) * 2, s.glu(x)
+        def get_inputs():
+            return [torch.randn(3, 6, 10)]
+    """))
+    dec = analyze_graph(capture_file(str(path)), "glu.py")
+    assert not dec.gaps and not any(k.unsupported for k in dec.kernels)
+    assert [k.operations for k in dec.kernels] == [["sigmoid", "mul", "mul"], ["sigmoid", "mul"]]
+    assert [k.outputs[0].shape for k in dec.kernels] == [[3, 6, 5], [3, 3, 10]]
+    slices = [(g.args[1:4]) for g in dec.glue if g.op == "slice"]
+    assert slices == [[2, 0, 5], [2, 5, 10], [1, 0, 3], [1, 3, 6]]
+
+
 def test_multihead_attention_decomposes_into_matmul_and_softmax():
     dec = decompose_source("""
     class Model(nn.Module):
