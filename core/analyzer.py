@@ -19,7 +19,8 @@ from .specs import CompletenessEntry, Decomposition, GlueStep, KernelSpec, OpRec
 _FAMILY_TITLES = {
     "elementwise": "Elementwise", "matmul": "Matrix multiply", "conv": "Convolution", "pool": "Pooling",
     "reduction": "Reduction", "norm": "Normalization", "softmax": "Softmax", "scan": "Scan", "gather": "Gather",
-    "loss": "Loss", "recurrent": "Recurrent", "attention": "Attention", "unsupported": "UNSUPPORTED",
+    "loss": "Loss", "recurrent": "Recurrent", "attention": "Attention", "topk": "Top-k",
+    "unsupported": "UNSUPPORTED",
 }
 
 

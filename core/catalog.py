@@ -33,7 +33,7 @@ class OpInfo:
 
 CATEGORIES = (
     "elementwise_unary", "elementwise_binary", "elementwise_ternary", "matmul", "convolution", "pooling",
-    "reduction", "normalization", "softmax", "scan", "gather", "loss", "recurrent", "attention",
+    "reduction", "normalization", "softmax", "scan", "selection", "gather", "loss", "recurrent", "attention",
     "data_movement", "allocation", "identity", "unsupported",
 )
 
@@ -58,6 +58,7 @@ _NORM = """batch_norm _native_batch_norm_legit_no_training native_batch_norm lay
 native_group_norm instance_norm rms_norm local_response_norm""".split()
 _SOFTMAX = "softmax log_softmax _softmax _log_softmax _safe_softmax".split()
 _SCAN = "cumsum cumprod cummax cummin logcumsumexp".split()
+_SELECTION = "topk".split()
 _GATHER = """embedding embedding_bag index_select gather index take flip roll repeat constant_pad_nd pad
 reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d scatter scatter_add index_put index_add
 one_hot pixel_shuffle pixel_unshuffle upsample_nearest2d upsample_bilinear2d grid_sampler_2d diagonal
@@ -83,7 +84,7 @@ for _names, _cat, _fam in (
     (_UNARY, "elementwise_unary", "elementwise"), (_BINARY, "elementwise_binary", "elementwise"),
     (_TERNARY, "elementwise_ternary", "elementwise"), (_MATMUL, "matmul", "matmul"),
     (_CONV, "convolution", "conv"), (_POOL, "pooling", "pool"), (_REDUCTION, "reduction", "reduction"),
-    (_NORM, "normalization", "norm"), (_SOFTMAX, "softmax", "softmax"), (_SCAN, "scan", "scan"),
+    (_NORM, "normalization", "norm"), (_SOFTMAX, "softmax", "softmax"), (_SCAN, "scan", "scan"), (_SELECTION, "selection", "topk"),
     (_GATHER, "gather", "gather"), (_LOSS, "loss", "loss"), (_RECURRENT, "recurrent", "recurrent"),
     (_ATTENTION, "attention", "attention"), (_MOVEMENT, "data_movement", "glue"),
     (_ALLOCATION, "allocation", "glue"), (_IDENTITY, "identity", "glue"),

@@ -13,7 +13,7 @@ from .skeleton import skeleton_source
 FAMILY_MODULES = {
     "elementwise": "elementwise", "matmul": "matmul", "conv": "conv", "pool": "pool", "reduction": "reduction",
     "norm": "norm", "softmax": "softmax", "scan": "scan", "gather": "gather", "loss": "loss",
-    "recurrent": "recurrent", "attention": "attention",
+    "recurrent": "recurrent", "attention": "attention", "topk": "topk",
 }
 
 

@@ -137,6 +137,24 @@ def reference_float64(spec: KernelSpec, inputs: list[Any]) -> tuple:
     return expected if isinstance(expected, tuple) else (expected,)
 
 
+def topk_indices_agree(spec: KernelSpec, inputs: list[Any], actual: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Top-k indices are right when they are distinct along the topk dim and pick the same values, in the same
+    order, as the reference's (ties may come in any index order)."""
+    rec = spec.ops[0]
+    x = next(v for v, t in zip(inputs, spec.inputs) if t.role != "scalar").detach().cpu().double()
+    dim = int(rec.attrs.get("dim", -1)) % max(1, x.dim())
+    a, e = actual.cpu().long(), expected.cpu().long()
+    if a.numel() == 0:
+        return True
+    if ((a < 0) | (a >= x.shape[dim])).any():
+        return False
+    if a.shape[dim] > 1 and not bool((a.sort(dim).values.diff(dim=dim) != 0).all()):
+        return False
+    got, want = x.gather(dim, a), x.gather(dim, e)
+    return bool(torch.equal(torch.isnan(got), torch.isnan(want))
+                and torch.equal(got.nan_to_num(0.0), want.nan_to_num(0.0)))
+
+
 def check_launch(spec: KernelSpec, namespace: dict[str, Any], launch_name: str, prepare_name: str | None,
                  device: str = "cuda", seed: int = 0,
                  make_input: Callable[[TensorSpec, torch.Generator], Any] | None = None) -> KernelCheck:
@@ -158,6 +176,11 @@ def check_launch(spec: KernelSpec, namespace: dict[str, Any], launch_name: str, 
         if list(a.shape) != list(e.shape):
             return KernelCheck(False, math.inf, math.inf, f"{out_spec.name}: shape {list(a.shape)} != {list(e.shape)}")
         if not a.is_floating_point():
+            if spec.family == "topk":  # PyTorch orders equal values' indices arbitrarily: compare what they select
+                if not topk_indices_agree(spec, inputs, a, e):
+                    return KernelCheck(False, math.inf, math.inf, f"{out_spec.name}: topk indices select other "
+                                                                  "values (or repeat an index)")
+                continue
             if not torch.equal(a.cpu(), e.to(a.dtype).cpu()):
                 return KernelCheck(False, math.inf, math.inf, f"{out_spec.name}: integer/bool output differs")
             continue

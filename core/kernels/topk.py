@@ -1,0 +1,129 @@
+"""Top-k along one dim (`torch.topk`, family "topk"): values and int64 indices of the k largest (or smallest)
+elements of every line, in order, as a mixture-of-experts router takes them (k of 8-256 expert scores per token).
+
+Each block holds BM whole lines (the topk dim last: a (BM, BN) tile, BN the line length rounded up to a power of
+two) in registers and selects k times: the best remaining value of each line, the first column holding it, then
+that column is marked taken. Matching PyTorch: NaN ranks above every number (first for largest=True, last for
+largest=False), ties go to the lower index, -inf/+inf are ordinary values (a taken mask, not a sentinel, so
+duplicates of the sentinel are still selected once each). sorted=False is served sorted (a valid answer: PyTorch
+leaves that order unspecified).
+
+Lines longer than MAX_LINE elements or k above MAX_K are not generated (an explicit skeleton names the limit).
+"""
+
+from __future__ import annotations
+
+from ..specs import KernelSpec
+from .base import KernelSource, Unsupported, pow2_at_least
+from .indexing import array_param, module, out_param, ret_outputs, tuple_items, wrapper_head
+
+MAX_LINE = 8192  # elements of one line kept in one tile
+MAX_K = 128
+TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
+I = "    "
+
+
+def _plan(spec: KernelSpec):
+    if len(spec.ops) != 1 or spec.ops[0].op != "topk":
+        raise Unsupported(f"a topk kernel with fused ops ({', '.join(spec.operations)})")
+    rec = spec.ops[0]
+    src = [t for t in spec.inputs if t.role != "scalar"]
+    if len(src) != 1:
+        raise Unsupported("topk of more than one tensor")
+    x = src[0]
+    if x.dtype not in ("float32", "float16", "bfloat16"):
+        raise Unsupported(f"topk of {x.dtype} values (float32/float16/bfloat16 only)")
+    shape = list(x.shape) or [1]
+    dim = int(rec.attrs.get("dim", -1))
+    dim = dim + len(shape) if dim < 0 else dim
+    k = int(rec.attrs.get("k", rec.args[1] if len(rec.args) > 1 else 1))
+    n = shape[dim]
+    if n > MAX_LINE or k > MAX_K:
+        raise Unsupported(f"topk with k = {k} over lines of {n} elements (generated up to k = {MAX_K} "
+                          f"over {MAX_LINE})")
+    if k < 1:
+        raise Unsupported("topk with k = 0")
+    return rec, x, shape, dim, k, bool(rec.attrs.get("largest", True))
+
+
+def _select_lines(largest: bool) -> list[str]:
+    """One selection round: `val`/`col` (BM, 1) of every line, from the (BM, BN) tile `t` and mask `taken`."""
+    far, pick = ("-math.inf", "ct.max") if largest else ("math.inf", "ct.min")
+    lines = [f"{I}{I}nan_left = isnan & ~taken",
+             f"{I}{I}nan_col = ct.min(ct.where(nan_left, cols, BN), axis=1, keepdims=True)",
+             f"{I}{I}best = {pick}(ct.where(taken | isnan, {far}, t), axis=1, keepdims=True)",
+             f"{I}{I}best_col = ct.min(ct.where(~taken & (t == best), cols, BN), axis=1, keepdims=True)"]
+    if largest:  # NaN ranks first
+        lines.append(f"{I}{I}use_nan = nan_col < BN")
+    else:  # NaN ranks last: only once no number is left
+        lines.append(f"{I}{I}use_nan = best_col >= BN")
+    lines += [f"{I}{I}col = ct.where(use_nan, nan_col, best_col)",
+              f"{I}{I}val = ct.where(use_nan, math.nan, best)"]
+    return lines
+
+
+def generate(spec: KernelSpec) -> KernelSource:
+    rec, x, shape, dim, k, largest = _plan(spec)
+    n = shape[dim]
+    rows = 1
+    for i, s in enumerate(shape):
+        if i != dim:
+            rows *= s
+    BN = pow2_at_least(n)
+    BK = pow2_at_least(k)
+    BM = max(1, min(TILE_ELEMS // BN, pow2_at_least(rows)))
+    items = tuple_items(spec)
+    kinds = []
+    for o in spec.outputs:
+        item = items.get(o.name)
+        kinds.append(item[1] if item else (1 if o.dtype == "int64" else 0))
+    kid = spec.id
+    xp = array_param(x)
+    params = [xp] + [out_param(o) for o in spec.outputs]
+    kern = ["@ct.kernel",
+            f"def {kid}_kernel({', '.join(params)}, BM: ct.Constant[int], BN: ct.Constant[int], "
+            "BK: ct.Constant[int]):",
+            f'{I}"""top-{k} {"largest" if largest else "smallest"} of lines of {n} ({BM} lines per block)"""',
+            f"{I}pid = ct.bid(0)",
+            f"{I}t = ct.load({xp}, index=(pid, 0), shape=(BM, BN), padding_mode=ct.PaddingMode.ZERO)"
+            ".astype(ct.float32)",
+            f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))",
+            f"{I}ks = ct.broadcast_to(ct.arange(BK, dtype=ct.int32)[None, :], (BM, BK))",
+            f"{I}taken = cols >= {n}  # the tile's padding columns",
+            f"{I}isnan = t != t",
+            f"{I}top_val = ct.full((BM, BK), 0.0, dtype=ct.float32)",
+            f"{I}top_col = ct.full((BM, BK), 0, dtype=ct.int32)",
+            f"{I}for j in range({k}):"]
+    kern += _select_lines(largest)
+    kern += [f"{I}{I}top_val = ct.where(ks == j, val, top_val)",
+             f"{I}{I}top_col = ct.where(ks == j, col, top_col)",
+             f"{I}{I}taken = taken | (cols == col)"]
+    for o, kind in zip(spec.outputs, kinds):
+        tile = "top_val" if kind == 0 else "top_col"
+        kern.append(f"{I}ct.store({out_param(o)}, index=(pid, 0), tile={tile}.astype({out_param(o)}.dtype))")
+
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    last = dim == len(shape) - 1
+    if last:
+        w.append(f"{I}{xp} = {xp}.contiguous().view({rows}, {n})")
+    else:
+        w.append(f"{I}{xp} = {xp}.movedim({dim}, -1).contiguous().view({rows}, {n})  # the topk dim last")
+    lines_shape = tuple([s for i, s in enumerate(shape) if i != dim] + [k])
+    outs = []
+    for o in spec.outputs:
+        if last:
+            w.append(f"{I}{o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={device})")
+            outs.append(f"{o.name}.view({rows}, {k})")
+        else:  # written with the topk dim last, returned in the model's layout (a view)
+            w.append(f"{I}{o.name}_lines = torch.empty({lines_shape!r}, dtype=torch.{o.dtype}, device={device})")
+            w.append(f"{I}{o.name} = {o.name}_lines.movedim(-1, {dim})")
+            outs.append(f"{o.name}_lines.view({rows}, {k})")
+    grid = -(-rows // BM)
+    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {kid}_kernel, "
+             f"({', '.join([xp] + outs + [str(BM), str(BN), str(BK)])}))")
+    w.append(ret_outputs(spec))
+    wrapper = "\n".join(w)
+    note = (f"topk k={k} {'largest' if largest else 'smallest'} along dim {dim} of {shape}: {rows} lines of {n} "
+            f"in ({BM}, {BN}) tiles, {k} selection rounds")
+    return module(spec, ["\n".join(kern)], wrapper, [f"{kid}_kernel"], [note])

@@ -1,0 +1,79 @@
+"""Top-k family on the CPU: the analyzer gives topk its own kernel (no skeleton), every variant of the GPU file
+compiles for sm_90 and sm_100 and matches its float64 reference on the emulator (smallest shape, three dtypes),
+and NaN/infinity/duplicate rows give PyTorch's values, each position selected once."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from . import test_topk_gpu
+from .cutile_emulator import check_emulated, emulation, load_emulated
+from .helpers import compile_spec
+from .helpers_indexed import forward, snippet_spec
+
+
+def special_rows() -> torch.Tensor:
+    nan, inf = math.nan, math.inf
+    return torch.tensor([[1.0, nan, 3.0, 3.0, -inf, 2.0, nan, 0.5, 3.0],
+                         [-inf, -inf, -inf, -inf, -inf, -inf, -inf, 1.0, -inf],
+                         [inf, 2.0, inf, -1.0, 0.0, -0.0, 7.0, nan, -2.0],
+                         [5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0]])
+
+
+@pytest.mark.parametrize("name", sorted(test_topk_gpu.VARIANTS))
+def test_gpu_topk_cases_pass_on_the_emulator(name, monkeypatch):
+    monkeypatch.setattr(test_topk_gpu, "CHECK", check_emulated)
+    shape = min(test_topk_gpu.VARIANTS[name][1], key=math.prod)
+    for dtype in ("float32", "float16", "bfloat16"):
+        test_topk_gpu.test_topk_kernel_matches_reference(name, shape, dtype)
+
+
+def test_gpu_topk_strided_cases_pass_on_the_emulator(monkeypatch):
+    monkeypatch.setattr(test_topk_gpu, "CHECK", check_emulated)
+    for name, shape, dtype in test_topk_gpu.STRIDED[:2]:
+        test_topk_gpu.test_topk_kernel_strided_inputs(name, shape, dtype)
+
+
+@pytest.mark.parametrize("name", ["router_k2", "smallest_dim0", "values_scaled", "indices_only"])
+def test_topk_compiles_for_sm90_and_sm100(name):
+    shape = test_topk_gpu.VARIANTS[name][1][1]
+    compile_spec(test_topk_gpu.topk_spec(name, shape, "bfloat16"))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_special_values_on_the_emulator(largest):
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), "[torch.randn(4, 9)]", "topk")
+    source = generate_kernel(spec)
+    assert not source.skeleton
+    x = special_rows()
+    with emulation():
+        got_v, got_i = load_emulated(source)[source.launch_name](x)
+    want_v, _ = torch.topk(x.double(), 6, largest=largest)
+    torch.testing.assert_close(got_v.double(), want_v, rtol=0, atol=0, equal_nan=True)
+    assert all(len(set(row.tolist())) == 6 for row in got_i)  # each position once, duplicates of a value too
+    torch.testing.assert_close(x.double().gather(1, got_i), want_v, rtol=0, atol=0, equal_nan=True)
+
+
+def test_topk_indices_check_is_tie_aware_and_catches_wrong_picks():
+    from tilestudio.core.kernels.checking import topk_indices_agree
+
+    spec = snippet_spec(forward("torch.topk(x, 2)"), "[torch.randn(2, 4)]", "topk")
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 1.0, 0.0, 5.0]])
+    want = torch.tensor([[1, 2], [3, 0]])
+    assert topk_indices_agree(spec, [x], torch.tensor([[2, 1], [3, 0]]), want)  # the tie in either order
+    assert not topk_indices_agree(spec, [x], torch.tensor([[1, 1], [3, 0]]), want)  # an index twice
+    assert not topk_indices_agree(spec, [x], torch.tensor([[1, 2], [0, 3]]), want)  # the right set, wrong order
+    assert not topk_indices_agree(spec, [x], torch.tensor([[1, 2], [3, 1]]), want)  # a smaller value
+
+
+def test_topk_over_long_lines_is_an_explicit_skeleton():
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(forward("torch.topk(x, 4)"), "[torch.randn(2, 20000)]", "topk")
+    source = generate_kernel(spec)
+    assert source.skeleton and "20000" in source.notes[0]

@@ -1,0 +1,67 @@
+"""Top-k family on the GPU: each variant on three shapes (unaligned ones included) in float32/float16/bfloat16,
+checked against the float64 reference with poisoned outputs (indices tie-aware: checking.topk_indices_agree)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import case_ids, run_check
+from .helpers_indexed import DT, forward, gpu_cases, make_inputs, shape_str, snippet_spec
+
+pytestmark = pytest.mark.gpu
+CHECK = None  # checking.check_kernel; test_topk.py swaps in the CPU emulator to validate this file itself
+
+# name → (forward expression of x, shapes of x)
+VARIANTS = {
+    "router_k2": ("torch.topk(x, 2, dim=-1)", [(3, 5), (64, 8), (4096, 64)]),
+    "k8": ("torch.topk(x, 8)", [(5, 9), (37, 1000), (300, 8192)]),
+    "smallest_dim0": ("torch.topk(x, 3, dim=0, largest=False)", [(7, 4), (100, 33, 5), (1000, 70)]),
+    "middle_dim_k5": ("torch.topk(x, 5, dim=1)", [(2, 6, 3), (16, 129, 7), (64, 500, 3)]),
+    "values_scaled": ("torch.topk(x, 5).values * 2", [(33, 50), (1, 77), (2048, 256)]),
+    "indices_only": ("torch.topk(x, 3)[1]", [(6, 4), (129, 33), (1024, 2000)]),
+    "k_all": ("torch.topk(x, 16)", [(3, 16), (513, 16), (2, 16)]),
+}
+CORE = {"router_k2", "k8", "smallest_dim0"}
+CASES = gpu_cases({name: v[1] for name, v in VARIANTS.items()}, CORE)
+
+
+def topk_spec(name: str, shape, dtype: str):
+    expr = VARIANTS[name][0]
+    return snippet_spec(forward(expr), f"[torch.randn({shape_str(shape)}){DT[dtype]}]", "topk")
+
+
+@pytest.mark.parametrize("name,shape,dtype", CASES, ids=case_ids(CASES))
+def test_topk_kernel_matches_reference(name, shape, dtype):
+    result = run_check(topk_spec(name, shape, dtype), make_inputs(), CHECK)
+    assert result.ok, result.message
+
+
+STRIDED = [("router_k2", (64, 8), "float32"), ("k8", (37, 1000), "bfloat16"), ("middle_dim_k5", (16, 129, 7),
+                                                                                  "float16")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", STRIDED, ids=[s[0] for s in STRIDED])
+def test_topk_kernel_strided_inputs(name, shape, dtype):
+    """Inputs as non-contiguous views (dims stored in reverse order)."""
+    result = run_check(topk_spec(name, shape, dtype), make_inputs(strided=True), CHECK)
+    assert result.ok, result.message
+
+
+def test_topk_special_values_on_gpu():
+    """NaN first (largest) / last (smallest), infinities as values, repeated values each selected once."""
+    import torch
+
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import load_source
+
+    from .test_topk import special_rows
+
+    for largest in (True, False):
+        spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), "[torch.randn(4, 9)]", "topk")
+        source = generate_kernel(spec)
+        x = special_rows()
+        got_v, got_i = load_source(source)[source.launch_name](x.cuda())
+        want_v, _ = torch.topk(x.double(), 6, largest=largest)
+        torch.testing.assert_close(got_v.cpu().double(), want_v, rtol=0, atol=0, equal_nan=True)
+        picked = x.double().gather(1, got_i.cpu())
+        torch.testing.assert_close(picked, want_v, rtol=0, atol=0, equal_nan=True)
