@@ -52,7 +52,8 @@ def main() -> int:
     from tilestudio.core.kernels.checking import launch_args, make_inputs
 
     labels = [c[1] for c in CASES if args.only and args.only in c[1]] or DEFAULT
-    rows = [["case", "wrapper us", "ct.launch us", "ct.launch, fresh views us", "launches", "eager us"]]
+    rows = [["case", "wrapper us", "ct.launch us", "ct.launch, raw stream us", "ct.launch, fresh views us",
+             "launches", "eager us"]]
     profiled = None
     for label in labels:
         case = next(c for c in CASES if c[1] == label)
@@ -73,6 +74,13 @@ def main() -> int:
             for kernel, grid, kargs in bare:
                 ct.launch(stream, grid, kernel, kargs)
 
+        raw = torch._C._cuda_getCurrentRawStream(torch.cuda.current_device())
+
+        def launches_raw():
+            """The bare launches given the current stream as its raw handle (an int) instead of a Stream."""
+            for kernel, grid, kargs in bare:
+                ct.launch(raw, grid, kernel, kargs)
+
         def launches_fresh():
             """The bare launches with every tensor argument replaced by a fresh view of it (new Python objects,
             as a wrapper's outputs and views are on every call)."""
@@ -80,6 +88,7 @@ def main() -> int:
                 ct.launch(stream, grid, kernel, tuple(a.view(a.shape) if isinstance(a, torch.Tensor) else a
                                                       for a in kargs))
         launches()
+        launches_raw()
         torch.cuda.synchronize()
         ref_ns = {"torch": torch, "math": math}
         exec(spec.reference, ref_ns)  # noqa: S102 - the spec's own reference
@@ -87,7 +96,7 @@ def main() -> int:
         ref = ref_ns[spec.reference_name]
         ref(*ref_in)
         rows.append([label, f"{host_times(lambda: wrapper(*call)):.1f}", f"{host_times(launches):.1f}",
-                     f"{host_times(launches_fresh):.1f}", str(len(bare)), f"{host_times(lambda: ref(*ref_in)):.1f}"])
+                     f"{host_times(launches_raw):.1f}", f"{host_times(launches_fresh):.1f}", str(len(bare)), f"{host_times(lambda: ref(*ref_in)):.1f}"])
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
         if profiled is None:
             prof = cProfile.Profile()
@@ -102,6 +111,8 @@ def main() -> int:
     x = torch.empty(1 << 20, device="cuda")
     parts = [["host step", "us"],
              ["torch.cuda.current_stream()", f"{host_times(torch.cuda.current_stream):.1f}"],
+             ["torch._C._cuda_getCurrentRawStream(0)",
+              f"{host_times(lambda: torch._C._cuda_getCurrentRawStream(0)):.1f}"],
              ["torch.empty(64M bf16)", f"{host_times(lambda: torch.empty(1 << 26, dtype=torch.bfloat16, device='cuda')):.1f}"],
              ["x.contiguous().view(-1)", f"{host_times(lambda: x.contiguous().view(-1)):.1f}"]]
     print(profiled)
