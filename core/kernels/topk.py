@@ -2,8 +2,11 @@
 elements of every line, in order, as a mixture-of-experts router takes them (k of 8-256 expert scores per token).
 
 Each block holds BM whole lines (the topk dim last: a (BM, BN) tile, BN the line length rounded up to a power of
-two) in registers and selects k times: the best remaining value of each line, the first column holding it, then
-that column is marked taken. Matching PyTorch: NaN ranks above every number (first for largest=True, last for
+two) in registers and selects k times. By default (TUNING["packed_keys"]) every element becomes one int64 key,
+its value's order-preserving int32 image in the high word and BN - 1 - column in the low one, so one max per
+round gives both the best value and the first column holding it, and the chosen key (unique) is cleared;
+otherwise each round takes the best remaining value, the first column holding it, and a NaN search, and marks
+the column taken (four reductions). Matching PyTorch: NaN ranks above every number (first for largest=True, last for
 largest=False), ties go to the lower index, -inf/+inf are ordinary values (a taken mask, not a sentinel, so
 duplicates of the sentinel are still selected once each). sorted=False is served sorted (a valid answer: PyTorch
 leaves that order unspecified).
@@ -20,6 +23,8 @@ from .indexing import array_param, module, out_param, ret_outputs, tuple_items, 
 MAX_LINE = 8192  # elements of one line kept in one tile
 MAX_K = 128
 TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
+TUNING = {"packed_keys": True}
+INT64_MIN = "-9223372036854775808"
 I = "    "
 
 
@@ -62,6 +67,33 @@ def _select_lines(largest: bool) -> list[str]:
     return lines
 
 
+def _packed_keys(largest: bool, n: int) -> list[str]:
+    """The (BM, BN) int64 keys: rank (int32, larger = selected earlier) << 32 | (BN - 1 - column); padding columns
+    the smallest key. Ranks: the float's bits with the magnitude bits flipped for negatives (order-preserving as
+    signed integers), complemented for largest=False; NaN (any sign, any payload) ranks first for largest and
+    last otherwise, as in PyTorch."""
+    rank = "okey" if largest else "~okey"
+    nan_rank = "2147483647" if largest else "-2147483648"
+    return [f"{I}bits = ct.bitcast(t, ct.int32)",
+            f"{I}okey = ct.where(bits < 0, bits ^ 2147483647, bits)",
+            f"{I}rank = ct.where(t != t, {nan_rank}, {rank})",
+            f"{I}keys = (rank.astype(ct.int64) << 32) | (BN - 1 - cols).astype(ct.int64)",
+            f"{I}keys = ct.where(cols >= {n}, {INT64_MIN}, keys)  # the tile's padding columns"]
+
+
+def _packed_round(largest: bool) -> list[str]:
+    """One selection round over the packed keys: `val`/`col` (BM, 1) of every line, the chosen key cleared."""
+    nan_rank = "2147483647" if largest else "-2147483648"
+    okey = "best_rank" if largest else "~best_rank"  # the value's order-preserving image
+    return [f"{I}{I}best = ct.max(keys, axis=1, keepdims=True)",
+            f"{I}{I}keys = ct.where(keys == best, {INT64_MIN}, keys)",
+            f"{I}{I}col = BN - 1 - (best & 4294967295).astype(ct.int32)",
+            f"{I}{I}best_rank = (best >> 32).astype(ct.int32)",
+            f"{I}{I}best_key = {okey}",
+            f"{I}{I}best_bits = ct.where(best_key < 0, best_key ^ 2147483647, best_key)",
+            f"{I}{I}val = ct.where(best_rank == {nan_rank}, math.nan, ct.bitcast(best_bits, ct.float32))"]
+
+
 def generate(spec: KernelSpec) -> KernelSource:
     rec, x, shape, dim, k, largest = _plan(spec)
     n = shape[dim]
@@ -88,16 +120,18 @@ def generate(spec: KernelSpec) -> KernelSource:
             f"{I}t = ct.load({xp}, index=(pid, 0), shape=(BM, BN), padding_mode=ct.PaddingMode.ZERO)"
             ".astype(ct.float32)",
             f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))",
-            f"{I}ks = ct.broadcast_to(ct.arange(BK, dtype=ct.int32)[None, :], (BM, BK))",
-            f"{I}taken = cols >= {n}  # the tile's padding columns",
-            f"{I}isnan = t != t",
-            f"{I}top_val = ct.full((BM, BK), 0.0, dtype=ct.float32)",
-            f"{I}top_col = ct.full((BM, BK), 0, dtype=ct.int32)",
-            f"{I}for j in range({k}):"]
-    kern += _select_lines(largest)
+            f"{I}ks = ct.broadcast_to(ct.arange(BK, dtype=ct.int32)[None, :], (BM, BK))"]
+    packed = bool(TUNING["packed_keys"])
+    kern += _packed_keys(largest, n) if packed else [f"{I}taken = cols >= {n}  # the tile's padding columns",
+                                                      f"{I}isnan = t != t"]
+    kern += [f"{I}top_val = ct.full((BM, BK), 0.0, dtype=ct.float32)",
+             f"{I}top_col = ct.full((BM, BK), 0, dtype=ct.int32)",
+             f"{I}for j in range({k}):"]
+    kern += _packed_round(largest) if packed else _select_lines(largest)
     kern += [f"{I}{I}top_val = ct.where(ks == j, val, top_val)",
-             f"{I}{I}top_col = ct.where(ks == j, col, top_col)",
-             f"{I}{I}taken = taken | (cols == col)"]
+             f"{I}{I}top_col = ct.where(ks == j, col, top_col)"]
+    if not packed:
+        kern.append(f"{I}{I}taken = taken | (cols == col)")
     for o, kind in zip(spec.outputs, kinds):
         tile = "top_val" if kind == 0 else "top_col"
         kern.append(f"{I}ct.store({out_param(o)}, index=(pid, 0), tile={tile}.astype({out_param(o)}.dtype))")

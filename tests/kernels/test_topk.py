@@ -43,10 +43,12 @@ def test_topk_compiles_for_sm90_and_sm100(name):
     compile_spec(test_topk_gpu.topk_spec(name, shape, "bfloat16"))
 
 
+@pytest.mark.parametrize("packed", [True, False], ids=["packed_keys", "four_reductions"])
 @pytest.mark.parametrize("largest", [True, False])
-def test_topk_special_values_on_the_emulator(largest):
-    from tilestudio.core.kernels import generate_kernel
+def test_topk_special_values_on_the_emulator(largest, packed, monkeypatch):
+    from tilestudio.core.kernels import generate_kernel, topk
 
+    monkeypatch.setitem(topk.TUNING, "packed_keys", packed)
     spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), "[torch.randn(4, 9)]", "topk")
     source = generate_kernel(spec)
     assert not source.skeleton
