@@ -17,8 +17,9 @@ R3 elementwise trees
 R4 glue       Data movement (view/reshape/permute/transpose/slice/cat/stack/expand), allocation and identities
               (dropout in eval, contiguous, clone) are glue between kernels, not kernels. Alias-like glue
               (dropout in eval, contiguous, clone, detach, and a cast to the dtype the value already has:
-              `x.to(torch.float32)` / `.float()` / `.type_as(y)` on a float32 x, which PyTorch returns as x itself)
-              is transparent to R1-R3.
+              `x.to(torch.float32)` / `.float()` / `.type_as(y)` on a float32 x, which PyTorch returns as x itself;
+              an expand read only by elementwise ops of the expanded shape, which broadcast by themselves) is
+              transparent to R1-R3 and R7.
 R5 parallel   Kernels with no path between them are independent; kernels are levelled by longest dependency path
               and each level is a parallel group.
 R6 BN folding An eval-mode batch norm directly after a convolution or linear, on its single-use result, joins it
@@ -113,6 +114,12 @@ class _Fuser:
         self.noop_casts = {n.name for n in graph.nodes if self._is_noop_cast(n)}
         for name in self.noop_casts:  # glue, not an elementwise kernel
             self.info[name] = OpInfo("data_movement", "glue")
+        consumers: dict[str, list[OpNode]] = {}
+        for n in graph.nodes:
+            for r in dict.fromkeys(node_refs(n)):
+                consumers.setdefault(r, []).append(n)
+        self.broadcast_expands = {n.name for n in graph.nodes
+                                  if self._is_broadcast_expand(n, consumers.get(n.name, []))}
 
     # ---- value bookkeeping ------------------------------------------------------------------------------------
     def resolve(self, value: str) -> str:
@@ -209,8 +216,8 @@ class _Fuser:
         for node in self.graph.nodes:
             info = self.info[node.name]
             refs = node_refs(node)
-            if (info.is_glue and (base_op(node.op) in ALIAS_OPS or node.name in self.noop_casts) and refs
-                    and node.meta is not None):
+            if (info.is_glue and (base_op(node.op) in ALIAS_OPS or node.name in self.noop_casts
+                                  or node.name in self.broadcast_expands) and refs and node.meta is not None):
                 self.alias[node.name] = refs[0]
                 continue  # an alias is not a consumer: its own consumers are counted through it
             if info.category == "identity" and node.meta is None:
@@ -265,6 +272,18 @@ class _Fuser:
         attrs = node.attrs
         return (src is not None and src.dtype == node.meta.dtype and list(src.shape) == list(node.meta.shape)
                 and not attrs.get("copy") and attrs.get("memory_format") is None)
+
+    def _is_broadcast_expand(self, node: OpNode, consumers: list[OpNode]) -> bool:
+        """`expand`/`expand_as` read only by elementwise ops whose result has the expanded shape (F.normalize's
+        `x / norm.expand_as(x)`): the ops' own broadcasting does the same, so the expand is an alias and the
+        statistic can meet its rows (R7)."""
+        if base_op(node.op) not in ("expand", "expand_as") or node.meta is None or not consumers:
+            return False
+        if node.name in self.output_values:
+            return False
+        shape = list(node.meta.shape)
+        return all(lookup(c).is_elementwise and c.meta is not None and list(c.meta.shape) == shape
+                   and c.name not in self.noop_casts for c in consumers)
 
     def _tensor_inputs(self, node: OpNode) -> list[str]:
         return [r for r in node_refs(node) if self._meta(r) is not None]

@@ -234,6 +234,20 @@ def test_r4_a_real_cast_stays_a_kernel_op(decompose):
     assert sorted(op for ops in groups(dec) for op in ops if op in ("to", "type_as")) == ["to", "type_as"]
 
 
+def test_r7_f_normalize_divides_inside_its_norm_kernel(decompose):
+    """F.normalize is `x / norm(x).clamp_min(eps).expand_as(x)`: the expand, read only by the division that
+    broadcasts anyway, is an alias, so the division joins the norm's row kernel (R7)."""
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x, v):
+            e = v.unsqueeze(0).expand(4, -1)
+            return F.normalize(x, dim=-1) * 2, e, torch.tanh(x + e)
+    """, "[torch.randn(4, 16), torch.randn(16)]")
+    assert groups(dec)[0] == ["linalg_vector_norm", "clamp_min", "div", "mul"], groups(dec)
+    # an expand that is itself an output stays glue (its consumers are not all there is)
+    assert "expand" in {g.op for g in dec.glue}
+
+
 def test_r5_independent_branches_are_a_parallel_group(decompose):
     dec = decompose("""
     class Model(nn.Module):
