@@ -58,7 +58,7 @@ _NORM = """batch_norm _native_batch_norm_legit_no_training native_batch_norm lay
 native_group_norm instance_norm rms_norm local_response_norm""".split()
 _SOFTMAX = "softmax log_softmax _softmax _log_softmax _safe_softmax".split()
 _SCAN = "cumsum cumprod cummax cummin logcumsumexp".split()
-_SELECTION = "topk".split()
+_SELECTION = "topk sort argsort".split()
 _GATHER = """embedding embedding_bag index_select gather index take flip roll repeat constant_pad_nd pad
 reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d scatter scatter_add index_put index_add
 one_hot pixel_shuffle pixel_unshuffle upsample_nearest2d upsample_bilinear2d grid_sampler_2d diagonal

@@ -1,5 +1,6 @@
 """Top-k along one dim (`torch.topk`, family "topk"): values and int64 indices of the k largest (or smallest)
 elements of every line, in order, as a mixture-of-experts router takes them (k of 8-256 expert scores per token).
+`torch.sort` / `argsort` of short lines (up to MAX_K elements) are the same kernel with k = the line length.
 
 Each block holds BM whole lines (the topk dim last: a (BM, BN) tile, BN the line length rounded up to a power of
 two) in registers and selects k times. By default (TUNING["packed_keys"]) every element becomes one int64 key,
@@ -29,26 +30,31 @@ I = "    "
 
 
 def _plan(spec: KernelSpec):
-    if len(spec.ops) != 1 or spec.ops[0].op != "topk":
+    if len(spec.ops) != 1 or spec.ops[0].op not in ("topk", "sort", "argsort"):
         raise Unsupported(f"a topk kernel with fused ops ({', '.join(spec.operations)})")
     rec = spec.ops[0]
+    what = rec.op
     src = [t for t in spec.inputs if t.role != "scalar"]
     if len(src) != 1:
-        raise Unsupported("topk of more than one tensor")
+        raise Unsupported(f"{what} of more than one tensor")
     x = src[0]
     if x.dtype not in ("float32", "float16", "bfloat16"):
-        raise Unsupported(f"topk of {x.dtype} values (float32/float16/bfloat16 only)")
+        raise Unsupported(f"{what} of {x.dtype} values (float32/float16/bfloat16 only)")
     shape = list(x.shape) or [1]
     dim = int(rec.attrs.get("dim", -1))
     dim = dim + len(shape) if dim < 0 else dim
-    k = int(rec.attrs.get("k", rec.args[1] if len(rec.args) > 1 else 1))
     n = shape[dim]
+    if what == "topk":
+        k = int(rec.attrs.get("k", rec.args[1] if len(rec.args) > 1 else 1))
+        largest = bool(rec.attrs.get("largest", True))
+    else:  # a sort is the top-n in order (stable: ties keep their order, as stable=True asks)
+        k, largest = n, bool(rec.attrs.get("descending", False))
     if n > MAX_LINE or k > MAX_K:
-        raise Unsupported(f"topk with k = {k} over lines of {n} elements (generated up to k = {MAX_K} "
-                          f"over {MAX_LINE})")
+        raise Unsupported(f"{what} with k = {k} over lines of {n} elements (generated up to k = {MAX_K} "
+                          f"over {MAX_LINE}: one selection round per output element)")
     if k < 1:
-        raise Unsupported("topk with k = 0")
-    return rec, x, shape, dim, k, bool(rec.attrs.get("largest", True))
+        raise Unsupported(f"{what} with k = 0")
+    return rec, x, shape, dim, k, largest
 
 
 def _select_lines(largest: bool) -> list[str]:
@@ -115,7 +121,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     kern = ["@ct.kernel",
             f"def {kid}_kernel({', '.join(params)}, BM: ct.Constant[int], BN: ct.Constant[int], "
             "BK: ct.Constant[int]):",
-            f'{I}"""top-{k} {"largest" if largest else "smallest"} of lines of {n} ({BM} lines per block)"""',
+            f'{I}"""{rec.op}: top-{k} {"largest" if largest else "smallest"} of lines of {n} ({BM} lines per '
+            'block)"""',
             f"{I}pid = ct.bid(0)",
             f"{I}t = ct.load({xp}, index=(pid, 0), shape=(BM, BN), padding_mode=ct.PaddingMode.ZERO)"
             ".astype(ct.float32)",
@@ -158,6 +165,6 @@ def generate(spec: KernelSpec) -> KernelSource:
              f"({', '.join([xp] + outs + [str(BM), str(BN), str(BK)])}))")
     w.append(ret_outputs(spec))
     wrapper = "\n".join(w)
-    note = (f"topk k={k} {'largest' if largest else 'smallest'} along dim {dim} of {shape}: {rows} lines of {n} "
+    note = (f"{rec.op} k={k} {'largest' if largest else 'smallest'} along dim {dim} of {shape}: {rows} lines of {n} "
             f"in ({BM}, {BN}) tiles, {k} selection rounds")
     return module(spec, ["\n".join(kern)], wrapper, [f"{kid}_kernel"], [note])

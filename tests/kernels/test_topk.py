@@ -73,9 +73,11 @@ def test_topk_indices_check_is_tie_aware_and_catches_wrong_picks():
     assert not topk_indices_agree(spec, [x], torch.tensor([[1, 2], [3, 1]]), want)  # a smaller value
 
 
-def test_topk_over_long_lines_is_an_explicit_skeleton():
+@pytest.mark.parametrize("expr,n", [("torch.topk(x, 4)", 20000), ("torch.sort(x)", 200),
+                                    ("torch.argsort(x, descending=True)", 129)])
+def test_topk_and_sort_beyond_the_limits_are_explicit_skeletons(expr, n):
     from tilestudio.core.kernels import generate_kernel
 
-    spec = snippet_spec(forward("torch.topk(x, 4)"), "[torch.randn(2, 20000)]", "topk")
+    spec = snippet_spec(forward(expr), f"[torch.randn(2, {n})]", "topk")
     source = generate_kernel(spec)
-    assert source.skeleton and "20000" in source.notes[0]
+    assert source.skeleton and str(n) in source.notes[0]

@@ -1,4 +1,4 @@
-"""Top-k family on the GPU: each variant on three shapes (unaligned ones included) in float32/float16/bfloat16,
+"""Top-k family (topk, and sort/argsort of short lines) on the GPU: each variant on three shapes (unaligned ones included) in float32/float16/bfloat16,
 checked against the float64 reference with poisoned outputs (indices tie-aware: checking.topk_indices_agree)."""
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ VARIANTS = {
     "values_scaled": ("torch.topk(x, 5).values * 2", [(33, 50), (1, 77), (2048, 256)]),
     "indices_only": ("torch.topk(x, 3)[1]", [(6, 4), (129, 33), (1024, 2000)]),
     "k_all": ("torch.topk(x, 16)", [(3, 16), (513, 16), (2, 16)]),
+    "sort_descending": ("torch.sort(x, dim=-1, descending=True)", [(3, 5), (1000, 100), (64, 128)]),
+    "argsort_dim0": ("torch.argsort(x, dim=0)", [(7, 3), (50, 200), (128, 9)]),
 }
 CORE = {"router_k2", "k8", "smallest_dim0"}
 CASES = gpu_cases({name: v[1] for name, v in VARIANTS.items()}, CORE)
