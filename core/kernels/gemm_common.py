@@ -53,8 +53,11 @@ TILES: dict[str, Any] = {
     # ... and each K step's three mmas summed into a fresh accumulator that is then added to the running one (an
     # IEEE float32 add per step), for K loops whose accumulator shape the generator passes: the split's error grows
     # with K (H200, session 22: relative 2.6e-6 at K = 384, 2.9e-5 at 4096, plain float32 ~2e-7), as if the
-    # tensor cores' in-mma accumulation were truncating. Off: not yet timed (bench/variants_gemm.py --only fp32)
-    "f32_split_promote": False,
+    # tensor cores' in-mma accumulation were truncating. H200, session 23, `bench/variants_gemm.py --only fp32
+    # --match promote --reps 5`, same run, ms and relative error vs float64, without -> with: mm 4096^3 2.424 (2.9e-5)
+    # -> 1.969 (2.4e-7; cuBLAS SGEMM 2.687), linear+gelu 2048x1024->4096 0.269 (7.1e-6) -> 0.223 (1.7e-7), conv2d
+    # 3x3 32x64x56x56 0.202 (3.9e-6) -> 0.236 (1.5e-7; cuDNN 0.260): float32-level accuracy, on by default
+    "f32_split_promote": True,
     "mm_group_m": 8,  # tile rows per group of the swizzled (L2-friendly) block order
     # K no larger than this runs in one K step (BK = K rounded up to a power of two): batched small-K GEMMs
     # (attention-like bmm, K = 64/128) are bound by writing the output, not by the loop
