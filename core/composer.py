@@ -231,6 +231,8 @@ def _main(dec: Decomposition, entry: str, composed_fn: str, reference_fn: str) -
         BANNER, "# Validation", BANNER,
         'if __name__ == "__main__":',
         "    torch.manual_seed(0)",
+        "    # float32 reference in float32 proper (PyTorch's default runs float32 convolutions in TF32)",
+        "    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False",
         "    # Create test inputs",
         '    init_inputs = get_init_inputs() if "get_init_inputs" in globals() else []',
         f"    model = {dec.model_class}(*init_inputs).cuda().eval()",

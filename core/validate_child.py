@@ -57,6 +57,21 @@ def _environment() -> dict:
     return env
 
 
+@contextlib.contextmanager
+def float32_exact():
+    """The reference in float32 proper: PyTorch runs float32 convolutions in TF32 by default
+    (torch.backends.cudnn.allow_tf32), ~1e-3 relative, enough to flip an argmax the kernels get right. Timings
+    keep PyTorch's defaults."""
+    import torch
+
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 def _classify(exc: BaseException) -> str:
     text = f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
     if isinstance(exc, NotImplementedError):
@@ -224,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
     e2e_ok = False
     try:
-        with torch.no_grad(), gpu_turn(exclusive=False):
+        with torch.no_grad(), gpu_turn(exclusive=False), float32_exact():
             inputs = fresh_inputs(0)
             expected = model(*inputs)
             actual = cutile(*inputs)

@@ -75,13 +75,60 @@ def check_kernel(spec: KernelSpec, source: KernelSource, device: str = "cuda", s
     return check_launch(spec, namespace, source.launch_name, source.prepare_name, device, seed, make_input)
 
 
+DEFAULT_INT_HIGH = 4  # integer inputs are drawn from [0, 4) unless an op they index bounds them lower
+
+
+def index_bounds(spec: KernelSpec) -> dict[str, int]:
+    """Integer inputs that index something in the kernel (embedding ids, gather/index_select/take indices, loss
+    targets, one_hot classes, advanced-indexing tensors) → the exclusive upper bound of a valid index, where it
+    is below DEFAULT_INT_HIGH (a token-type embedding of 2 rows: ids 2 and 3 would make PyTorch's own reference
+    assert on the device)."""
+    shapes = {t.graph_value: list(t.shape) for t in spec.inputs if t.graph_value}
+    shapes.update({r.node: list(r.output) for r in spec.ops})
+    names = {t.graph_value: t.name for t in spec.inputs if t.graph_value}
+    bounds: dict[str, int] = {}
+
+    def ref(arg):
+        return arg.get("ref") if isinstance(arg, dict) else None
+
+    def bound(index_arg, size) -> None:
+        name = names.get(ref(index_arg))
+        if name is not None and isinstance(size, int) and 0 < size < DEFAULT_INT_HIGH:
+            bounds[name] = min(size, bounds.get(name, size))
+
+    def dim_size(src_arg, dim) -> int | None:
+        shape = shapes.get(ref(src_arg))
+        if not shape or not isinstance(dim, int):
+            return None
+        return shape[dim % len(shape)]
+
+    for r in spec.ops:
+        a = r.args
+        if r.op == "embedding" and len(a) >= 2:
+            bound(a[1], dim_size(a[0], 0))
+        elif r.op in ("index_select", "gather") and len(a) >= 3:
+            bound(a[2], dim_size(a[0], a[1]))
+        elif r.op == "take" and len(a) >= 2 and shapes.get(ref(a[0])):
+            bound(a[1], math.prod(shapes[ref(a[0])]))
+        elif r.op in ("nll_loss", "nll_loss_nd", "nll_loss2d", "cross_entropy_loss") and len(a) >= 2:
+            shape = shapes.get(ref(a[0])) or []
+            bound(a[1], shape[1] if len(shape) > 1 else (shape[0] if shape else None))
+        elif r.op == "one_hot" and len(a) >= 2 and isinstance(a[1], int):
+            bound(a[0], a[1])
+        elif r.op == "index" and len(a) >= 2 and isinstance(a[1], list):
+            for pos, idx in enumerate(a[1]):
+                bound(idx, dim_size(a[0], pos))
+    return bounds
+
+
 def spec_input_maker(spec: KernelSpec, device: str = "cpu") -> Callable[[TensorSpec, torch.Generator], Any]:
     """The default input generator for a spec: `random_input`, except that a recurrence's parameters are drawn
     like nn.RNN/LSTM/GRU initialise them, U(-1/sqrt(H), 1/sqrt(H)). With N(0, 1) recurrent weights the spectral
     radius is ~sqrt(H) and a long recurrence is chaotic: float32 and the float64 reference then diverge by O(1)
     after ~20 steps whatever the kernel does (measured: PyTorch's own float32 GRU-128 vs float64, 33 steps)."""
     if spec.family != "recurrent":
-        return lambda t, gen: random_input(t, device, gen)
+        bounds = index_bounds(spec)
+        return lambda t, gen: random_input(t, device, gen, bounds.get(t.name))
     hidden = next((t.shape[-1] for t in spec.inputs if t.role == "parameter" and len(t.shape) == 2), 1)
     bound = 1.0 / math.sqrt(hidden)
 
