@@ -274,16 +274,21 @@ class _Fuser:
                 and not attrs.get("copy") and attrs.get("memory_format") is None)
 
     def _is_broadcast_expand(self, node: OpNode, consumers: list[OpNode]) -> bool:
-        """`expand`/`expand_as` read only by elementwise ops whose result has the expanded shape (F.normalize's
-        `x / norm.expand_as(x)`): the ops' own broadcasting does the same, so the expand is an alias and the
-        statistic can meet its rows (R7)."""
+        """`expand`/`expand_as` read only by elementwise ops whose result has the expanded shape because another
+        operand has it (F.normalize's `x / norm.expand_as(x)`): the ops' own broadcasting does the same, so the
+        expand is an alias and the statistic can meet its rows (R7). `relu(v.expand(...))` keeps its expand."""
         if base_op(node.op) not in ("expand", "expand_as") or node.meta is None or not consumers:
             return False
         if node.name in self.output_values:
             return False
         shape = list(node.meta.shape)
+
+        def broadcasts_back(c: OpNode) -> bool:  # another operand of c has the expanded shape already
+            others = [r for r in node_refs(c) if r != node.name]
+            return any(m is not None and list(m.shape) == shape for m in map(self._meta, others))
+
         return all(lookup(c).is_elementwise and c.meta is not None and list(c.meta.shape) == shape
-                   and c.name not in self.noop_casts for c in consumers)
+                   and c.name not in self.noop_casts and broadcasts_back(c) for c in consumers)
 
     def _tensor_inputs(self, node: OpNode) -> list[str]:
         return [r for r in node_refs(node) if self._meta(r) is not None]

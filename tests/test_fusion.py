@@ -246,6 +246,13 @@ def test_r7_f_normalize_divides_inside_its_norm_kernel(decompose):
     assert groups(dec)[0] == ["linalg_vector_norm", "clamp_min", "div", "mul"], groups(dec)
     # an expand that is itself an output stays glue (its consumers are not all there is)
     assert "expand" in {g.op for g in dec.glue}
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, x, v):
+            return torch.relu(v.unsqueeze(0).expand(4, -1)) + x
+    """, "[torch.randn(4, 16), torch.randn(16)]")
+    # relu alone would not broadcast v back to (4, 16): that expand stays glue
+    assert "expand" in {g.op for g in dec.glue} and groups(dec) == [["relu", "add"]]
 
 
 def test_r5_independent_branches_are_a_parallel_group(decompose):
