@@ -211,7 +211,7 @@ def _glue_call(g, names: dict[str, str]) -> str:
     missing = [r for r in refs_in(g.args) + refs_in(list(g.kwargs.values())) if r not in names]
     for r in missing:
         names[r] = _local(r)
-    return glue_source(node, names)
+    return glue_source(node, names, g.output)
 
 
 def _reference(dec: Decomposition, reference_fn: str) -> str:

@@ -106,3 +106,21 @@ def test_model_without_get_init_inputs_composes_and_dry_runs(tmp_path):
     assert 'init_inputs = get_init_inputs() if "get_init_inputs" in globals() else []' in out.read_text()
     report = dry_run(str(out), "sm_90")
     assert report["ok"], report
+
+
+@pytest.mark.parametrize("args,output,expected", [
+    ([{"ref": "p"}, 1, 27, 54], [3, 27], "p.narrow(1, 27, 27)"),
+    ([{"ref": "p"}, -1, 0, 9223372036854775807], [3, 5], "p.narrow(-1, 0, 5)"),  # x[..., :] on a size-5 dim
+    ([{"ref": "p"}, 0, 2, 10, 1], [4, 8], "p.narrow(0, 2, 4)"),  # end past the dim: clamped, as slice does
+    ([{"ref": "p"}, 1, 0, 54, 2], [3, 27], "aten.slice.Tensor(p, 1, 0, 54, 2)"),  # step 2: no narrow
+    ([{"ref": "p"}, 1, -27, 81], [3, 27], "aten.slice.Tensor(p, 1, -27, 81)"),  # negative start
+    ([{"ref": "p"}, 1, 90, 99], [3, 0], "aten.slice.Tensor(p, 1, 90, 99)"),  # empty: may start past the end
+])
+def test_unit_step_slices_compose_as_narrow(args, output, expected):
+    """A unit-step slice of a local in the composed forward is `x.narrow(dim, start, length)` (length from the traced
+    output shape): the same view without the ATen overload's Python layer. Other forms keep the ATen call."""
+    from tilestudio.core.opgraph import OpNode
+    from tilestudio.core.reference_code import glue_source
+
+    node = OpNode(name="s", target="aten.slice.Tensor", args=args)
+    assert glue_source(node, {"p": "p"}, output) == expected

@@ -9,7 +9,8 @@ where the operand is broadcast (a cos/sin table over batch and heads, an expande
 and nothing is copied. Outputs are allocated contiguous, as the flat kernel's.
 
 launch_<id> calls it when some tensor input is not contiguous at run time; contiguous calls keep the flat kernel.
-Only for iteration spaces of rank >= 2 whose last dim D is at least `elementwise_strided_min_last` elements,
+Only for iteration spaces of rank >= 2 whose last dim D is at least `elementwise_strided_min_last` elements (any D
+in spaces of at most `elementwise_strided_small_numel` elements, where each copy would be one more launch),
 whose outputs all have the iteration shape, with no tril/triu (flat row/column indices) and rotate_halfs that a
 (BS, 2, D / 2) shuffle builds (D a power of two); elsewhere the wrapper copies as before.
 """
@@ -62,7 +63,8 @@ def plan(iter_shape: list[int], outputs_full: bool, indexed: bool,
         return None
     d = iter_shape[-1]
     dp = pow2_at_least(d, 16)
-    if d < min_last or dp > 8192 or math.prod(iter_shape) >= 2 ** 31:
+    small = math.prod(iter_shape) <= int(MEMORY_TUNING["elementwise_strided_small_numel"] or 0)
+    if (d < min_last and not small) or dp > 8192 or math.prod(iter_shape) >= 2 ** 31:
         return None
     if any(2 * h != d or h & (h - 1) for h in rotation_halves):
         return None

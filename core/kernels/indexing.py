@@ -47,6 +47,10 @@ MEMORY_TUNING: dict[str, Any] = {
     # for iteration spaces whose last dim has at least this many elements (0: none; the wrapper copies such inputs
     # to contiguous), in tiles of about this many elements
     "elementwise_strided_min_last": 32,
+    # ... and for any last dim where the iteration space has at most this many elements (0: no such rule): a small
+    # call is launch-bound, and each copied input is one more launch (a GRU cell's gates over six column slices of
+    # its two projections: six copies per step)
+    "elementwise_strided_small_numel": 1 << 16,
     "elementwise_strided_tile_elems": 4096,
     # the strided kernel's @ct.kernel occupancy hint (None: none), and whether the loads and stores of its blocks
     # whose (BS, DP) tile lies inside the iteration space skip the bounds checks (D a power of two; all blocks

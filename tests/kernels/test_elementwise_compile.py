@@ -129,16 +129,20 @@ def test_scalar_and_zero_dim_inputs(dtype):
     assert_emulated(spec, source)
 
 
-@pytest.mark.parametrize("last", [96, 7])
-def test_expanded_permuted_inputs_and_dtypes_trace(last):
-    """Strided and expanded views: read in place by the strided kernel where the last dim is long enough (96), the
-    views passed as they are (rank-aligned); else (7) flattened by contiguous copies for the flat kernel.
+@pytest.mark.parametrize("last,small_numel", [(96, None), (7, 0), (7, None)])
+def test_expanded_permuted_inputs_and_dtypes_trace(last, small_numel, monkeypatch):
+    """Strided and expanded views: read in place by the strided kernel where the last dim is long enough (96) or
+    the call is small (7 over 280 elements, MEMORY_TUNING["elementwise_strided_small_numel"]), the views passed as
+    they are (rank-aligned); else (7 with that rule off) flattened by contiguous copies for the flat kernel.
     Contiguous inputs always take the flat kernel. Checked on meta tensors."""
     import torch
 
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.aot import load_source, intercept_launches
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
+    if small_numel is not None:
+        monkeypatch.setitem(MEMORY_TUNING, "elementwise_strided_small_numel", small_numel)
     spec = elementwise_specs(decompose_source(ROW_COL, f"[{_r((4, 10, last), 'bfloat16')}, "
                                                        f"{_r((last,), 'bfloat16')}, {_r((4, 10, 1), 'bfloat16')}]"))[0]
     source = generate_kernel(spec)
@@ -156,11 +160,11 @@ def test_expanded_permuted_inputs_and_dtypes_trace(last):
     flat_args = [a for a in flat.args if isinstance(a, torch.Tensor)]
     assert all(a.dim() == 1 and a.is_contiguous() for a in flat_args)
     args = [a for a in strided.args if isinstance(a, torch.Tensor)]
-    if last == 7:  # no strided kernel: copies, as contiguous inputs
+    if small_numel == 0:  # no strided kernel: copies, as contiguous inputs
         assert strided.kernel_name == flat.kernel_name and all(a.is_contiguous() for a in args)
         return
-    assert strided.kernel_name.endswith("_strided_kernel") and strided.grid == (4,)  # (16, 128) tiles of 10 rows
-    assert [tuple(a.shape) for a in args] == [(4, 10, 96), (1, 1, 96), (4, 10, 1), (4, 10, 96)]
+    assert strided.kernel_name.endswith("_strided_kernel") and strided.grid == (4,)  # (16, DP) tiles of 10 rows
+    assert [tuple(a.shape) for a in args] == [(4, 10, last), (1, 1, last), (4, 10, 1), (4, 10, last)]
     assert args[0].stride() == x.stride() and args[1].stride()[-1] == 0  # read in place: no copy
 
 
