@@ -107,6 +107,14 @@ CASES = [
      "[torch.randn(128, 512, 28, 28)]", "mem", None),
     ("gather", "pad 1,1,1,1 64x128x112x112 fp16", "def forward(self, x):\n        return F.pad(x, (1, 1, 1, 1))",
      "[torch.randn(64, 128, 112, 112).half()]", "mem", None),
+    # scatter-style writes (core/kernels/scatter.py): a GNN's sum aggregation over 16 edges per node on average
+    # (atomic form: init, atomic_add, no epilogue) and a label-smoothing one-hot (inverse form, J = 1, one launch)
+    ("gather", "index_add 262144 edges -> 16384x128 fp32 (atomic)",
+     "def forward(self, x, i, s):\n        return x.index_add(0, i, s)",
+     "[torch.randn(16384, 128), torch.randint(0, 16384, (262144,)), torch.randn(262144, 128)]", "mem", None),
+    ("gather", "one-hot scatter_ *0.9+0.1/C 4096x32000 bf16 (inverse)",
+     "def forward(self, x, t):\n        return torch.zeros_like(x).scatter_(1, t[:, None], 1.0) * 0.9 + 0.1 / 32000",
+     "[torch.randn(4096, 32000, dtype=torch.bfloat16), torch.randint(0, 32000, (4096,))]", "mem", None),
     ("topk", "topk k=2 router 65536x64 fp32", "def forward(self, x):\n        return torch.topk(x, 2, dim=-1)",
      "[torch.randn(65536, 64)]", "mem", None),
     ("topk", "topk k=8 16384x1024 bf16", "def forward(self, x):\n        return torch.topk(x, 8)",
@@ -323,6 +331,10 @@ def copy_ms(nbytes: int) -> float:
 # the set's generator (GPT-2's causal tril buffer: the masked_fill and softmax run on real masked rows, a random mask
 # would mask none; a query viewed per head from a (b, s, h, d) projection: strided)
 SHAPED_INPUTS = {
+    "index_add 262144 edges -> 16384x128 fp32 (atomic)": {"i": lambda shape, gen: torch.randint(0, 16384, shape,
+                                                                                                generator=gen)},
+    "one-hot scatter_ *0.9+0.1/C 4096x32000 bf16 (inverse)": {
+        "unsqueeze": lambda shape, gen: torch.randint(0, 32000, shape, generator=gen)},
     "attention by hand causal GPT-2 8x12x1024x1024x64 bf16": {"m": lambda shape, gen: torch.tril(torch.ones(shape))},
     "rotary q strided (b,s,h,d).transpose(1,2) 4x32x2048x128 bf16": {
         "q": lambda shape, gen: torch.randn(shape[0], shape[2], shape[1], shape[3], generator=gen).transpose(1, 2)},

@@ -60,7 +60,7 @@ _SOFTMAX = "softmax log_softmax _softmax _log_softmax _safe_softmax".split()
 _SCAN = "cumsum cumprod cummax cummin logcumsumexp".split()
 _SELECTION = "topk sort argsort".split()
 _GATHER = """embedding embedding_bag index_select gather index take flip roll repeat constant_pad_nd pad
-reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d scatter scatter_add index_put index_add
+reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d scatter scatter_add scatter_reduce index_put index_add index_copy
 one_hot pixel_shuffle pixel_unshuffle upsample_nearest2d upsample_bilinear2d grid_sampler_2d diagonal
 diag_embed tile repeat_interleave""".split()
 _LOSS = """mse_loss l1_loss smooth_l1_loss huber_loss cross_entropy_loss nll_loss nll_loss_nd nll_loss2d kl_div

@@ -79,7 +79,7 @@ DEFAULT_INT_HIGH = 4  # integer inputs are drawn from [0, 4) unless an op they i
 
 
 def index_bounds(spec: KernelSpec) -> dict[str, int]:
-    """Integer inputs that index something in the kernel (embedding ids, gather/index_select/take indices, loss
+    """Integer inputs that index something in the kernel (embedding ids, gather/index_select/take and scatter/index_add indices, loss
     targets, one_hot classes, advanced-indexing tensors) → the exclusive upper bound of a valid index, where it
     is below DEFAULT_INT_HIGH (a token-type embedding of 2 rows: ids 2 and 3 would make PyTorch's own reference
     assert on the device)."""
@@ -106,7 +106,8 @@ def index_bounds(spec: KernelSpec) -> dict[str, int]:
         a = r.args
         if r.op == "embedding" and len(a) >= 2:
             bound(a[1], dim_size(a[0], 0))
-        elif r.op in ("index_select", "gather") and len(a) >= 3:
+        elif r.op in ("index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add",
+                      "index_copy") and len(a) >= 3:
             bound(a[2], dim_size(a[0], a[1]))
         elif r.op == "take" and len(a) >= 2 and shapes.get(ref(a[0])):
             bound(a[1], math.prod(shapes[ref(a[0])]))

@@ -12,9 +12,10 @@ them to source coordinates (op-specific integer arithmetic, including reading in
 gathers the source with the per-dim bounds check of `ct.gather` (out-of-range → padding value, which is how
 constant padding and masked positions are produced). Embedding rows are read with `ct.load_advanced_indexing`
 (one sparse token index per output row, a dense slice of the embedding dim). Sources are read through their
-strides (no copies); the output tile is written with one coalesced `ct.store`. Unsupported (skeletons):
-embedding_bag, scatter/scatter_add/index_put/index_add (scatter-style writes), repeat_interleave with a tensor of
-repeats and boolean-mask indexing (data-dependent shapes), grid_sampler_2d.
+strides (no copies); the output tile is written with one coalesced `ct.store`. Scatter-style writes (scatter,
+scatter_add, scatter_reduce, index_add, index_copy) are scatter.py's. Unsupported (skeletons): embedding_bag,
+index_put, repeat_interleave with a tensor of repeats and boolean-mask indexing (data-dependent shapes),
+grid_sampler_2d.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import struct
 from typing import Any
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
-from . import gather_words
+from . import gather_words, scatter
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
@@ -457,10 +458,26 @@ def generate(spec: KernelSpec) -> KernelSource:
         words = gather_words.embedding_plan(spec)
         if words:
             return gather_words.generate_embedding(spec, words)
+    if rec.op in scatter.OPS:
+        return scatter.generate(spec, rec, epilogue)
     fn = _OPS.get(rec.op)
     if fn is None:
         raise Unsupported(f"{rec.target}: no gather generator for this op (data-dependent or scatter-style)")
-    kid = spec.id
+    kernel, launch, note = tiled(spec, rec, epilogue, f"{spec.id}_kernel", fn)
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    alloc_outputs(spec, device, w)
+    w.append(launch([]))
+    w.append(ret_outputs(spec))
+    return module(spec, [kernel], "\n".join(w), [f"{spec.id}_kernel"], [f"{rec.op}: {note}, source gathered per element"])
+
+
+def tiled(spec: KernelSpec, rec: OpRecord, epilogue: list[OpRecord], name: str, fn,
+          extra_params: tuple[str, ...] = (), store_to: str | None = None) -> tuple[str, Any, str]:
+    """A kernel over the output of `rec` viewed as (R, L) in (BR, BL) tiles: `fn(ctx)` gives the value at the
+    tile's coordinates, the epilogue is applied and every spec output stored (`store_to`: instead, the value alone
+    to that tensor of the output's shape, the kernel's last array). Returns (kernel text, a function of the extra
+    arguments giving the wrapper's launch line, a note)."""
     out_shape = list(rec.output) or [1]
     if prod(out_shape) == 0:
         raise Unsupported(f"{rec.target}: empty output")
@@ -469,8 +486,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     BL = pow2_at_least(L, 1, 1024)
     BR = pow2_at_least(R, 1, max(1, int(MEMORY_TUNING["gather_tile_elems"]) // BL))
     nlb = -(-L // BL)
+    out_params = ["O"] if store_to else [out_param(o) for o in spec.outputs]
     lines = ["@ct.kernel",
-             f"def {kid}_kernel({', '.join(input_args(spec) + [out_param(o) for o in spec.outputs])}, "
+             f"def {name}({', '.join(input_args(spec) + list(extra_params) + out_params)}, "
              f"BR: ct.Constant[int], BL: ct.Constant[int]):",
              f"{I}bid = ct.bid(0)",
              f"{I}pid_r = bid // {nlb}",
@@ -495,20 +513,18 @@ def generate(spec: KernelSpec) -> KernelSource:
             env[key] = f"ct.zeros({tile}, dtype=ct.int32)" if cexpr == "0" else f"ct.broadcast_to({cexpr}, {tile})"
         sides = SideLoader(spec, coords, out_shape, tile, lines, I)
         env = elementwise(epilogue, env, sides, lines, I)
-    for o, var in output_vars(spec, env):
+    stores = [("O", "val")] if store_to else [(out_param(o), var) for o, var in output_vars(spec, env)]
+    for o in ([] if store_to else spec.outputs):
         if prod(o.shape) != R * L:
             raise Unsupported(f"output {o.name} shape {o.shape} differs from the gathered shape {out_shape}")
-        lines.append(f"{I}ct.store({out_param(o)}, index=(pid_r, pid_l), "
-                     f"tile=ct.broadcast_to({var}, {tile}).astype({out_param(o)}.dtype))")
+    for param, var in stores:
+        lines.append(f"{I}ct.store({param}, index=(pid_r, pid_l), "
+                     f"tile=ct.broadcast_to({var}, {tile}).astype({param}.dtype))")
     kernel = "\n".join(lines)
-
-    w: list[str] = []
-    device = wrapper_head(spec, w)
-    alloc_outputs(spec, device, w)
-    outs = [f"{o.name}.view({R}, {L})" for o in spec.outputs]
+    outs = [f"{n}.view({R}, {L})" for n in ([store_to] if store_to else [o.name for o in spec.outputs])]
     grid = -(-R // BR) * nlb
-    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {kid}_kernel, "
-             f"({', '.join(input_args(spec) + outs + [str(BR), str(BL)])}))")
-    w.append(ret_outputs(spec))
-    return module(spec, [kernel], "\n".join(w), [f"{kid}_kernel"],
-                  [f"{rec.op}: output viewed as ({R}, {L}), tile {BR} x {BL}, source gathered per element"])
+
+    def launch(extra_args: list[str]) -> str:
+        return (f"{I}ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {name}, "
+                f"({', '.join(input_args(spec) + list(extra_args) + outs + [str(BR), str(BL)])}))")
+    return kernel, launch, f"output viewed as ({R}, {L}), tile {BR} x {BL}"

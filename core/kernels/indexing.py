@@ -46,6 +46,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # elementwise: a second kernel that reads inputs arriving as strided views in place (elementwise_strided.py),
     # for iteration spaces whose last dim has at least this many elements (0: none; the wrapper copies such inputs
     # to contiguous), in tiles of about this many elements
+    # scatter-style ops (scatter.py): the inverse form (each output element walks its candidate updates, one
+    # deterministic launch) up to this many updates per element; the atomic form (three launches) beyond
+    "scatter_inverse_max": 16,
     "elementwise_strided_min_last": 32,
     # ... and for any last dim where the iteration space has at most this many elements (0: no such rule): a small
     # call is launch-bound, and each copied input is one more launch (a GRU cell's gates over six column slices of

@@ -419,7 +419,7 @@ class MemoryScope(enum.Enum):
     SYS = "sys"
 
 
-def _atomic(update_fn):
+def _atomic(update_fn, accumulate=None, check_bounds_drops=False):
     """An atomic read-modify-write over the gathered elements, returning the old values (under one lock, for
     blocks running concurrently). What this checks is the arithmetic, the indexing and, with concurrent blocks,
     the waiting protocol; not the memory model (each atomic here is sequentially consistent)."""
@@ -432,21 +432,33 @@ def _atomic(update_fn):
 
     def _apply(array, indices, *values):
         shape, ok, safe = _gather_index(array, indices)
+        vals = [_t(v).to(array.dtype).broadcast_to(shape) for v in values]
         if not bool(ok.all()):
-            raise IndexError("atomic: index out of bounds")
+            if not check_bounds_drops:
+                raise IndexError("atomic: index out of bounds")
+            # (bounds-checked, out-of-range lanes do nothing: a scatter-add's padded lanes)
+            old = torch.zeros(shape, dtype=array.dtype)
+            inner = _apply(array, tuple(s[ok] for s in safe), *[v[ok] for v in vals]) if bool(ok.any()) else None
+            if inner is not None:
+                old[ok] = inner
+            return old if shape else old.reshape(())
         where = tuple(safe)
         old = array[where].clone() if array.dim() else array.clone().expand(shape)
-        vals = [_t(v).to(array.dtype).broadcast_to(shape) for v in values]
         new = update_fn(old, *vals)
         if len(set(zip(*[s.reshape(-1).tolist() for s in safe]))) != old.numel() and not bool((new == old).all()):
-            # (lanes that only read, e.g. an add of 0, may repeat an index: every lane sees the same old value)
-            raise NotImplementedError("atomic: repeated indices in one call")
+            if accumulate is None:
+                # (lanes that only read, e.g. an add of 0, may repeat an index: every lane sees the same old value)
+                raise NotImplementedError("atomic: repeated indices in one call")
+            # every lane's update lands (each returned old value is the one before the call: lanes hitting one
+            # element see no order among themselves)
+            array.index_put_(tuple(s.reshape(-1) for s in safe), accumulate(vals).reshape(-1), accumulate=True)
+            return old if shape else old.reshape(())
         array[where] = new
         return old if shape else old.reshape(())
     return op
 
 
-atomic_add = _atomic(lambda old, v: old + v)
+atomic_add = _atomic(lambda old, v: old + v, accumulate=lambda vals: vals[0], check_bounds_drops=True)
 _atomic_xchg_now = _atomic(lambda old, v: v)
 
 
