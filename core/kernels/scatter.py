@@ -215,7 +215,8 @@ def _atomic(spec: KernelSpec, rec: OpRecord, epilogue: list[OpRecord], p: Plan) 
     lines.append(f"{I}upd = {_update(p, q, f'ct.{buf_dtype}')}")
     tgt = [f"ct.broadcast_to({t}, (BR, BL))" if t != "0" else "0" for t in tgt]
     if p.reduce == "sum":
-        lines.append(f"{I}ct.atomic_add(BUF, {tup(tgt)}, upd)")
+        # relaxed: nothing is ordered by these adds (the default acq_rel orders every one of them)
+        lines.append(f"{I}ct.atomic_add(BUF, {tup(tgt)}, upd, memory_order=ct.MemoryOrder.RELAXED)")
     else:
         lines.append(f"{I}ct.scatter(BUF, {tup(tgt)}, upd)")
     scat = "\n".join(lines)
