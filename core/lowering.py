@@ -8,6 +8,10 @@
   ordinary fusion rules turn into matmul kernels and one fused gate kernel.
 - `aten.glu` (`F.glu(x, dim)`, `nn.GLU`) becomes its definition, `a * sigmoid(b)` over the two halves of x along
   dim (two slices, glue), so it is an ordinary elementwise kernel that fuses with its neighbours.
+- `aten.baddbmm` with beta != 0 whose only use is a softmax (ALiBi attention: `baddbmm(alibi, q, k^T, beta=1,
+  alpha=D ** -0.5)` into softmax) becomes bmm(q, k^T) * alpha + beta * bias, so fusion rule R8 sees the scores'
+  matmul with a scale and an additive mask and makes the attention one flash kernel. Other baddbmms stay: the
+  matmul family takes their bias itself.
 Final values keep the names of the original graph values, so everything downstream (and verify) is unchanged.
 """
 
@@ -47,7 +51,7 @@ class _Emitter:
 
 def lower(graph: OpGraph) -> OpGraph:
     kinds = {n.op for n in graph.nodes}
-    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu"})):
+    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu", "baddbmm"})):
         return graph
     shapes = {i.name: i.meta.shape for i in graph.inputs if i.meta}
     for n in graph.nodes:
@@ -57,6 +61,10 @@ def lower(graph: OpGraph) -> OpGraph:
     for n in graph.nodes:
         if n.target == "getitem" and isinstance(n.args[0], dict):
             getitems.setdefault(n.args[0]["ref"], {})[n.args[1]] = n.name
+    consumers: dict[str, list[OpNode]] = {}
+    for n in graph.nodes:
+        for r in {a["ref"] for a in n.args if isinstance(a, dict) and "ref" in a}:
+            consumers.setdefault(r, []).append(n)
     new_nodes: list[OpNode] = []
     dropped: set[str] = set()
     for node in graph.nodes:
@@ -69,6 +77,8 @@ def lower(graph: OpGraph) -> OpGraph:
             lowered = _lower_cell(graph, node, shapes, getitems.get(node.name, {}))
         elif node.op == "glu":
             lowered = _lower_glu(graph, node, shapes)
+        elif node.op == "baddbmm":
+            lowered = _lower_baddbmm(graph, node, shapes, consumers.get(node.name, []))
         if lowered is None:
             new_nodes.append(node)
             continue
@@ -226,6 +236,28 @@ def _lower_glu(graph, node, shapes) -> list[OpNode] | None:
             for i, part in enumerate(("a", "b")))
     gate = em.emit(f"{node.name}_gate", "aten.sigmoid.default", [ref(b)], out)
     em.emit(node.name, "aten.mul.Tensor", [ref(a), ref(gate)], out)
+    return em.out
+
+
+def _lower_baddbmm(graph, node, shapes, users: list[OpNode]) -> list[OpNode] | None:
+    """baddbmm(bias, a, b, beta, alpha) read only by a softmax = bmm(a, b) * alpha + bias * beta."""
+    beta, alpha = node.attrs.get("beta", 1), node.attrs.get("alpha", 1)
+    if beta == 0 or node.meta is None or len(users) != 1 or users[0].op not in ("softmax", "_softmax"):
+        return None
+    if not all(isinstance(a, dict) and a.get("ref") in shapes for a in node.args[:3]):
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (beta, alpha)):
+        return None
+    bias, a, b = node.args[:3]
+    out = list(node.meta.shape)
+    em = _Emitter(graph, node)
+    em.dtype = node.meta.dtype
+    scores = em.emit(f"{node.name}_mm", "aten.bmm.default", [a, b], out)
+    if alpha != 1:
+        scores = em.emit(f"{node.name}_scaled", "aten.mul.Tensor", [ref(scores), alpha], out)
+    if beta != 1:
+        bias = ref(em.emit(f"{node.name}_bias", "aten.mul.Tensor", [bias, beta], list(shapes[bias["ref"]])))
+    em.emit(node.name, "aten.add.Tensor", [ref(scores), bias], out)
     return em.out
 
 

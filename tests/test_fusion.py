@@ -376,9 +376,16 @@ def test_r8_takes_hugging_face_float32_softmax_cast_back(decompose):
     ("e = torch.empty(q.shape[0], q.shape[1], k.shape[1], device=q.device)\n"
      "            return torch.bmm(torch.baddbmm(e, q, k.transpose(-1, -2), beta=0, alpha=0.1).softmax(-1), v)",
      [["baddbmm", "softmax", "bmm"]]),
-    # baddbmm adding its input (beta=1): a matmul with an addend, not attention's scores
+    # baddbmm adding its input (beta=1) into a softmax: lowered to bmm + the input as an additive mask (ALiBi)
     ("return torch.bmm(torch.baddbmm(q @ k.transpose(-1, -2), q, k.transpose(-1, -2)).softmax(-1), v)",
-     [["matmul"], ["baddbmm"], ["softmax"], ["bmm"]]),
+     [["matmul"], ["bmm", "add", "softmax", "bmm"]]),
+    # ALiBi (BLOOM): a (batch * heads, 1, keys) bias, beta and alpha both applied
+    ("bias = torch.arange(9, device=q.device).float().expand(6, 1, 9)\n"
+     "            return torch.bmm(torch.baddbmm(bias, q, k.transpose(-1, -2), beta=0.5, alpha=0.25).softmax(-1), v)",
+     [["to"], ["bmm", "mul", "mul", "add", "softmax", "bmm"]]),
+    # a baddbmm with an addend that no softmax reads stays one matmul kernel with its bias
+    ("return torch.baddbmm(q @ k.transpose(-1, -2), q, k.transpose(-1, -2), beta=2.0) * 3",
+     [["matmul"], ["baddbmm", "mul"]]),
 ])
 def test_r8_takes_einsum_and_baddbmm_attention(decompose, forward, ops):
     dec = decompose(f"""
@@ -387,7 +394,8 @@ def test_r8_takes_einsum_and_baddbmm_attention(decompose, forward, ops):
             {forward}
     """, inputs="[torch.randn(6, 8, 16), torch.randn(6, 9, 16), torch.randn(6, 9, 16)]")
     assert groups(dec) == ops
-    assert ("R8" in dec.kernels[0].fusion_rules) == (len(ops) == 1)
+    attention = [k for k in dec.kernels if "softmax" in k.operations]
+    assert all("R8" in k.fusion_rules and k.family == "attention" for k in attention)
 
 
 @pytest.mark.parametrize("forward", [
