@@ -3,8 +3,8 @@
 Covered ops: embedding, index_select, gather, index.Tensor (advanced indexing, any number of index tensors,
 adjacent or not, negative indices wrap), take, flip, roll (with dims or flattened), repeat, tile, constant_pad_nd /
 pad (constant, reflect, replicate, circular) and reflection_pad*/replication_pad*, one_hot, pixel_shuffle,
-pixel_unshuffle, upsample_nearest2d, upsample_bilinear2d (four gathers blended in float32), repeat_interleave (int
-repeats), diagonal, diag_embed; with fused elementwise epilogues.
+pixel_unshuffle, upsampling (gather_resample.py: nearest / nearest-exact 1-3d, linear / bilinear / trilinear,
+bicubic), repeat_interleave (int repeats), diagonal, diag_embed; with fused elementwise epilogues.
 
 Layout: the output (any rank) is viewed as (R, L) = (all leading dims, last dim) and tiled (BR, BL); a block decodes
 its rows into leading coordinates ((BR, 1) tiles) and its columns into the last coordinate ((1, BL) tile), maps
@@ -24,7 +24,7 @@ import struct
 from typing import Any
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
-from . import gather_words, scatter
+from . import gather_resample, gather_words, scatter
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
@@ -332,59 +332,6 @@ def _pixel_unshuffle(c: _Ctx) -> str:
     return c.gather(x, lead + [src_c, c.tmp(f"{h} * {r} + {i}", "pu"), c.tmp(f"{w} * {r} + {j}", "pu")])
 
 
-def _upsample_nearest2d(c: _Ctx) -> str:
-    x = c.tensor("input" if "input" in c.args else "self")
-    if len(x.shape) != 4:
-        raise Unsupported("upsample_nearest2d needs an (N, C, H, W) input")
-    scales = c.args.get("scale_factors") or [c.args.get("scales_h"), c.args.get("scales_w")]
-    src = list(c.coords[:2])
-    for i in range(2):
-        n_in, n_out = x.shape[2 + i], c.out_shape[2 + i]
-        o = c.coords[2 + i]
-        sc = scales[i] if scales else None
-        # PyTorch's nearest source index: min(floor(o * scale), in - 1) with a float32 scale
-        scale = _f32(1.0 / float(sc)) if sc else _f32_div(n_in, n_out)
-        if n_in == n_out and not sc:
-            src.append(o)
-        else:
-            fl = c.tmp(f"ct.floor({o}.astype(ct.float32) * {scale!r}).astype(ct.int32)", "un")
-            src.append(c.tmp(f"ct.minimum({fl}, {n_in - 1})", "un"))
-    return c.gather(x, src)
-
-
-def _upsample_bilinear2d(c: _Ctx) -> str:
-    """PyTorch's bilinear interpolation (upsample_bilinear2d / F.interpolate(mode='bilinear')), both corner modes,
-    scale factors or sizes: per output dim, source = o * scale (align_corners) or max((o + 0.5) * scale - 0.5, 0),
-    scale = (in - 1) / (out - 1) or 1 / scale_factor or in / out, rounded to float32 as the device computes it; the
-    two neighbours floor(source) and min(floor + 1, in - 1) are blended by the fractional part. Four gathers per
-    output, float32 weights."""
-    x = c.tensor("input" if "input" in c.args else "self")
-    if len(x.shape) != 4:
-        raise Unsupported("upsample_bilinear2d needs an (N, C, H, W) input")
-    align = bool(c.args.get("align_corners"))
-    scales = c.args.get("scale_factors") or [c.args.get("scales_h"), c.args.get("scales_w")]
-    near, far, frac = [], [], []
-    for i in range(2):
-        n_in, n_out, o = x.shape[2 + i], c.out_shape[2 + i], c.coords[2 + i]
-        sc = scales[i] if scales else None
-        if align:
-            scale = _f32_div(n_in - 1, n_out - 1) if n_out > 1 else 0.0
-        else:
-            scale = _f32(1.0 / float(sc)) if sc else _f32_div(n_in, n_out)
-        of = "0.0" if o == "0" else f"{o}.astype(ct.float32)"
-        src = c.tmp(f"{of} * {scale!r}" if align else f"ct.maximum(({of} + 0.5) * {scale!r} - 0.5, 0.0)", "us")
-        i0 = c.tmp(f"ct.floor({src}).astype(ct.int32)", "ui")
-        near.append(i0)
-        far.append(c.tmp(f"ct.minimum({i0} + 1, {n_in - 1})", "ui"))
-        frac.append(c.tmp(f"{src} - {i0}.astype(ct.float32)", "ul"))
-    lead, rows, cols = list(c.coords[:2]), (near[0], far[0]), (near[1], far[1])
-    g = {(a, b): c.tmp(f"{c.gather(x, lead + [rows[a], cols[b]])}.astype(ct.float32)", "uv")
-         for a in (0, 1) for b in (0, 1)}
-    lh, lw = frac
-    return (f"(1.0 - {lh}) * ((1.0 - {lw}) * {g[0, 0]} + {lw} * {g[0, 1]}) + "
-            f"{lh} * ((1.0 - {lw}) * {g[1, 0]} + {lw} * {g[1, 1]})")
-
-
 def _repeat_interleave(c: _Ctx) -> str:
     a = c.args
     if "self" not in a or not is_ref(a.get("self")) or is_ref(a.get("repeats")):
@@ -436,9 +383,9 @@ _OPS = {
     "flip": _flip, "roll": _roll, "repeat": _repeat, "tile": _tile, "pad": _pad, "constant_pad_nd": _pad,
     "reflection_pad1d": _pad, "reflection_pad2d": _pad, "reflection_pad3d": _pad, "replication_pad1d": _pad,
     "replication_pad2d": _pad, "replication_pad3d": _pad, "one_hot": _one_hot, "pixel_shuffle": _pixel_shuffle,
-    "pixel_unshuffle": _pixel_unshuffle, "upsample_nearest2d": _upsample_nearest2d,
-    "upsample_bilinear2d": _upsample_bilinear2d,
+    "pixel_unshuffle": _pixel_unshuffle,
     "repeat_interleave": _repeat_interleave, "diagonal": _diagonal, "diag_embed": _diag_embed,
+    **gather_resample.OPS,
 }
 
 

@@ -228,3 +228,38 @@ def test_embedding_words_fall_back(monkeypatch):
                          ("F.embedding(i, w)", "[torch.randn(9, 5).half(), torch.randint(0, 9, (4,))]")):  # 10 B
         notes = generate_kernel(snippet_spec(forward(expr, "w, i"), inputs, FAMILY)).notes
         assert not any("copied as" in n for n in notes), expr
+
+
+RESAMPLE = [
+    ("nearest", (2, 3, 7), [{"scale_factor": 2}, {"size": 5}]),
+    ("nearest", (2, 3, 4, 5, 6), [{"scale_factor": 2}, {"size": (3, 7, 4)}]),
+    ("nearest-exact", (2, 3, 6, 7), [{"scale_factor": 1.5}, {"size": (4, 11)}]),
+    ("nearest-exact", (2, 3, 9), [{"scale_factor": 0.5}]),
+    ("linear", (2, 3, 7), [{"scale_factor": 2}, {"size": 11, "align_corners": True}, {"scale_factor": 0.6}]),
+    ("trilinear", (2, 3, 4, 5, 6), [{"scale_factor": 2}, {"size": (3, 7, 4), "align_corners": True}]),
+    ("bicubic", (2, 3, 6, 7), [{"scale_factor": 2}, {"size": (11, 3), "align_corners": True},
+                               {"scale_factor": (1.7, 0.6)}]),
+]
+
+
+@pytest.mark.parametrize("mode,shape,kws", RESAMPLE, ids=[f"{m}-{len(s) - 2}d" for m, s, _ in RESAMPLE])
+def test_resampling_modes_match_pytorch_in_float32(mode, shape, kws):
+    """nearest / nearest-exact over 1-3 spatial dims, linear, trilinear and bicubic (gather_resample.py) give
+    PyTorch's float32 result to rounding, from scale factors and sizes, both corner modes; each compiles."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+
+    for kw in kws:
+        args = ", ".join(f"{k}={v!r}" for k, v in kw.items())
+        dims = ", ".join(map(str, shape))
+        spec = snippet_spec(forward(f"F.interpolate(x, {args}, mode={mode!r})"), f"[torch.randn({dims})]", FAMILY)
+        source = generate_kernel(spec)
+        assert not source.skeleton, source.notes
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+        with emulation():
+            out = load_emulated(source)[source.launch_name](x)
+        torch.testing.assert_close(out, F.interpolate(x, mode=mode, **kw), rtol=1e-5, atol=1e-5)
+    compile_spec(spec, ("sm_90",))
