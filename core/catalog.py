@@ -43,7 +43,8 @@ sin cos tan asin acos atan sinh cosh asinh acosh atanh erf erfc erfinv sign sgn 
 logical_not bitwise_not isnan isinf isfinite nan_to_num clamp clamp_min clamp_max _to_copy to type_as positive
 logit signbit tril triu fill zero""".split()
 _BINARY = """add sub rsub mul div true_divide floor_divide remainder fmod pow maximum minimum fmax fmin atan2 eq ne lt le
-gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor hypot copysign xlogy prelu
+gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor hypot copysign xlogy prelu logaddexp
+logaddexp2 heaviside
 masked_fill __and__ __or__ __xor__""".split()
 _TERNARY = "where addcmul addcdiv lerp".split()
 _MATMUL = "linear matmul mm bmm addmm baddbmm addbmm einsum mv addmv dot vdot outer bilinear".split()

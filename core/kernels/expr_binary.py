@@ -114,6 +114,22 @@ class BinaryOps(MathExpansions):
     op_hypot = on_pair("ct.sqrt({x} * {x} + {y} * {y})")
     op_xlogy = on_pair("ct.where({x} == 0.0, 0.0, {x} * ct.log({y}))")
 
+    def op_logaddexp(self, a, base2: bool = False):
+        """max(x, y) + log(1 + exp(-|x - y|)) (base 2: log2 / exp2); x == y (infinities of one sign included) gives
+        x + log(2), NaN propagates."""
+        x, y = self.temp(self.f(a["self"])), self.temp(self.f(a["other"]))
+        gap = self.temp(f"-ct.abs({x} - {y})")
+        m = f"ct.maximum({x}, {y}, propagate_nan=True)"
+        tail = f"ct.log2(1.0 + ct.exp2({gap}))" if base2 else self.log1p(self.temp(f"ct.exp({gap})"))
+        return f"ct.where({x} == {y}, {x} + {1.0 if base2 else math.log(2.0)!r}, {m} + {tail})", "f"
+
+    def op_logaddexp2(self, a):
+        return self.op_logaddexp(a, base2=True)
+
+    def op_heaviside(self, a):
+        x, v = self.temp(self.f(a["self"])), self.f(a["values"])
+        return f"ct.where({x} == 0.0, {v}, ct.where({x} > 0.0, 1.0, 0.0))", "f"
+
     def op_copysign(self, a):
         x, y = self.f(a["self"]), self.f(a["other"])
         neg = f"ct.bitcast({y}, ct.int32) < 0" if not self.is_scalar(a["other"]) else \

@@ -41,7 +41,8 @@ class Model(nn.Module):
         b = torch.sin(x) * torch.cos(x) + torch.erf(x) + torch.expm1(x * 0.1) + torch.log1p(x.abs())
         c = torch.floor(x) + torch.ceil(x) + torch.round(x) + torch.trunc(x) + torch.sign(x)
         d = torch.reciprocal(x.abs() + 1.0) + torch.square(x) + torch.log2(x.abs() + 2.0) + torch.exp2(x)
-        return a + b + c + d
+        e = torch.logaddexp(x, x * 0.5 - 1.0) + torch.logaddexp2(x, -x) + torch.heaviside(x, x * 0.5)
+        return a + b + c + d + e
 '''
 BROADCAST_NCHW = '''
 class Model(nn.Module):

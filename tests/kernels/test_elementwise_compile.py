@@ -288,3 +288,25 @@ def test_checked_loads_when_switched_off(monkeypatch):
 
     code = generate_kernel(spec).code
     assert "check_bounds" not in code and "if pid" not in code
+
+
+@pytest.mark.parametrize("expr", ["torch.logaddexp(x, y)", "torch.logaddexp2(x, y)", "torch.heaviside(x, y)"])
+def test_logaddexp_and_heaviside_match_pytorch_on_special_values(expr):
+    """logaddexp / logaddexp2 over every pair of {-inf, -30, -1, 0, 2.5, 40, inf, nan} (equal infinities, a gap
+    whose exp underflows, NaN) and heaviside at 0, either sign and NaN: PyTorch's float32 values, NaN where it
+    gives NaN."""
+    import math
+
+    import torch
+
+    from .cutile_emulator import emulation, load_emulated
+
+    vals = torch.tensor([-math.inf, -30.0, -1.0, 0.0, 2.5, 40.0, math.inf, math.nan])
+    x, y = vals.repeat_interleave(8).view(8, 8), vals.repeat(8).view(8, 8)
+    spec = elementwise_specs(decompose_source(f"class Model(nn.Module):\n    def forward(self, x, y):\n"
+                                              f"        return {expr}\n", "[torch.randn(8, 8), torch.randn(8, 8)]"))[0]
+    source = compile_spec(spec, ("sm_90",))
+    with emulation():
+        out = load_emulated(source)[source.launch_name](x, y)
+    want = eval(expr)
+    torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6, equal_nan=True)
