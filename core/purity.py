@@ -36,7 +36,7 @@ RULES = {
 }
 
 ALLOC = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-         "arange", "tensor", "as_tensor"}
+         "arange", "tensor", "as_tensor", "eye", "linspace", "logspace"}
 # tensor methods that return plain Python values (metadata, scalars): arithmetic on them is host glue
 METADATA = {"size", "dim", "numel", "stride", "storage_offset", "item", "tolist", "element_size"}
 REARRANGE = METADATA | {"reshape", "view", "permute", "contiguous", "transpose", "flatten", "unflatten", "unsqueeze",

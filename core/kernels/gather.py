@@ -4,7 +4,8 @@ Covered ops: embedding, index_select, gather, index.Tensor (advanced indexing, a
 adjacent or not, negative indices wrap), take, flip, roll (with dims or flattened), repeat, tile, constant_pad_nd /
 pad (constant, reflect, replicate, circular) and reflection_pad*/replication_pad*, one_hot, pixel_shuffle,
 pixel_unshuffle, upsampling (gather_resample.py: nearest / nearest-exact 1-3d, linear / bilinear / trilinear,
-bicubic), repeat_interleave (int repeats), diagonal, diag_embed; with fused elementwise epilogues.
+bicubic), repeat_interleave (int repeats), diagonal, diag_embed, channel_shuffle, im2col (F.unfold), diff and cross
+(gather_rearrange.py); with fused elementwise epilogues.
 
 Layout: the output (any rank) is viewed as (R, L) = (all leading dims, last dim) and tiled (BR, BL); a block decodes
 its rows into leading coordinates ((BR, 1) tiles) and its columns into the last coordinate ((1, BL) tile), maps
@@ -24,7 +25,7 @@ import struct
 from typing import Any
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
-from . import gather_resample, gather_words, scatter
+from . import gather_rearrange, gather_resample, gather_words, scatter
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
@@ -385,7 +386,7 @@ _OPS = {
     "replication_pad2d": _pad, "replication_pad3d": _pad, "one_hot": _one_hot, "pixel_shuffle": _pixel_shuffle,
     "pixel_unshuffle": _pixel_unshuffle,
     "repeat_interleave": _repeat_interleave, "diagonal": _diagonal, "diag_embed": _diag_embed,
-    **gather_resample.OPS,
+    **gather_resample.OPS, **gather_rearrange.OPS,
 }
 
 

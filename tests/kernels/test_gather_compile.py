@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from . import test_gather_gpu as G
 from .cutile_emulator import check_emulated
 from .helpers import compile_spec
 from .helpers_indexed import check_emulated_both_layouts, forward, make_inputs, snippet_spec
@@ -263,3 +264,50 @@ def test_resampling_modes_match_pytorch_in_float32(mode, shape, kws):
             out = load_emulated(source)[source.launch_name](x)
         torch.testing.assert_close(out, F.interpolate(x, mode=mode, **kw), rtol=1e-5, atol=1e-5)
     compile_spec(spec, ("sm_90",))
+
+
+REARRANGE = [
+    ("F.channel_shuffle(x, 4)", "x", [(2, 12, 5, 3)]),
+    ("F.unfold(x, 3, padding=1)", "x", [(2, 3, 6, 7)]),
+    ("F.unfold(x, (2, 3), dilation=(2, 1), padding=(1, 0), stride=(2, 3))", "x", [(2, 3, 9, 11)]),
+    ("torch.diff(x, dim=1)", "x", [(4, 9, 5)]),
+    ("torch.diff(x, n=3)", "x", [(4, 9)]),
+    ("torch.diff(x, dim=0)", "x", [(6, 5, "bool")]),
+    ("torch.relu(torch.cross(x, y, dim=1))", "x, y", [(4, 3, 5), (4, 3, 5)]),
+    ("torch.linalg.cross(x, y)", "x, y", [(7, 3), (7, 3)]),
+]
+
+
+@pytest.mark.parametrize("expr,args,shapes", REARRANGE, ids=[e for e, _, _ in REARRANGE])
+def test_rearranging_gathers_match_pytorch(expr, args, shapes):
+    """channel_shuffle, im2col (F.unfold: padding, dilation, stride), diff (orders 1 and 3, bool) and cross
+    (gather_rearrange.py) give PyTorch's float32 values on the emulator and compile."""
+    import torch
+    import torch.nn.functional as F  # noqa: F401 - used by eval
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+
+    def tensor(s, gen=None):  # a trailing "bool": a bool tensor (x > 0)
+        dims = [d for d in s if isinstance(d, int)]
+        return (torch.randn(*dims, generator=gen) > 0) if "bool" in s else torch.randn(*dims, generator=gen)
+
+    inputs = "[" + ", ".join(f"torch.randn{tuple(d for d in s if isinstance(d, int))!r}" + (" > 0" if "bool" in s else "")
+                             for s in shapes) + "]"
+    spec = snippet_spec(forward(expr, args), inputs, FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert not generate_kernel(spec).skeleton
+    gen = torch.Generator().manual_seed(3)
+    vals = [tensor(s, gen) for s in shapes]
+    with emulation():
+        out = load_emulated(source)[source.launch_name](*vals)
+    want = eval(expr, {"torch": torch, "F": F}, dict(zip(args.split(", "), vals)))
+    torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in G.VARIANTS if n != "one_hot"))
+def test_gpu_gather_cases_pass_on_the_emulator(name, monkeypatch):
+    """The GPU file's first shape of each variant (small and unaligned), float32, on the emulator."""
+
+    monkeypatch.setattr(G, "CHECK", check_emulated)
+    G.test_gather_kernel_matches_reference(name, G.VARIANTS[name][3][0], "float32")
