@@ -12,6 +12,8 @@
   alpha=D ** -0.5)` into softmax) becomes bmm(q, k^T) * alpha + beta * bias, so fusion rule R8 sees the scores'
   matmul with a scale and an additive mask and makes the attention one flash kernel. Other baddbmms stay: the
   matmul family takes their bias itself.
+- `aten.cdist` with p = 2 becomes PyTorch's own matrix form, sqrt(clamp_min(|x1|^2 + |x2|^2 - 2 x1 @ x2^T, 0)):
+  row sums of squares and one matmul whose epilogue adds them, clamps and takes the root, on tensor cores.
 Final values keep the names of the original graph values, so everything downstream (and verify) is unchanged.
 """
 
@@ -51,7 +53,7 @@ class _Emitter:
 
 def lower(graph: OpGraph) -> OpGraph:
     kinds = {n.op for n in graph.nodes}
-    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu", "baddbmm"})):
+    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu", "baddbmm", "cdist"})):
         return graph
     shapes = {i.name: i.meta.shape for i in graph.inputs if i.meta}
     for n in graph.nodes:
@@ -77,6 +79,8 @@ def lower(graph: OpGraph) -> OpGraph:
             lowered = _lower_cell(graph, node, shapes, getitems.get(node.name, {}))
         elif node.op == "glu":
             lowered = _lower_glu(graph, node, shapes)
+        elif node.op == "cdist":
+            lowered = _lower_cdist(graph, node, shapes)
         elif node.op == "baddbmm":
             lowered = _lower_baddbmm(graph, node, shapes, consumers.get(node.name, []))
         if lowered is None:
@@ -258,6 +262,37 @@ def _lower_baddbmm(graph, node, shapes, users: list[OpNode]) -> list[OpNode] | N
     if beta != 1:
         bias = ref(em.emit(f"{node.name}_bias", "aten.mul.Tensor", [bias, beta], list(shapes[bias["ref"]])))
     em.emit(node.name, "aten.add.Tensor", [ref(scores), bias], out)
+    return em.out
+
+
+def _lower_cdist(graph, node, shapes) -> list[OpNode] | None:
+    """cdist(x1, x2, p=2) = sqrt(clamp_min(sum(x1^2, -1, keepdim) + sum(x2^2, -1)[..., None, :] - 2 x1 @ x2^T, 0))."""
+    x1, x2 = node.args[:2]
+    p = node.attrs.get("p", 2.0)
+    if p != 2 or node.meta is None or not all(isinstance(a, dict) and a.get("ref") in shapes for a in (x1, x2)):
+        return None
+    s1, s2 = list(shapes[x1["ref"]]), list(shapes[x2["ref"]])
+    out = list(node.meta.shape)
+    if len(s1) < 2 or len(s2) < 2 or s1[:-2] != s2[:-2] or s1[-1] != s2[-1]:
+        return None  # batch broadcasting between x1 and x2 is left to the unsupported-op path
+    em = _Emitter(graph, node)
+    em.dtype = node.meta.dtype
+    n = node.name
+    sq1 = em.emit(f"{n}_x1_sq", "aten.mul.Tensor", [x1, x1], s1)
+    n1 = em.emit(f"{n}_x1_norm", "aten.sum.dim_IntList", [ref(sq1), [-1], True], s1[:-1] + [1],
+                 {"dim": [-1], "keepdim": True})
+    sq2 = em.emit(f"{n}_x2_sq", "aten.mul.Tensor", [x2, x2], s2)
+    n2 = em.emit(f"{n}_x2_norm", "aten.sum.dim_IntList", [ref(sq2), [-1], False], s2[:-1],
+                 {"dim": [-1], "keepdim": False})
+    n2r = em.emit(f"{n}_x2_norm_row", "aten.unsqueeze.default", [ref(n2), -2], s2[:-2] + [1, s2[-2]], {"dim": -2})
+    x2t = em.emit(f"{n}_x2_t", "aten.transpose.int", [x2, -1, -2], s2[:-2] + [s2[-1], s2[-2]],
+                  {"dim0": -1, "dim1": -2})
+    mm = em.emit(f"{n}_dot", "aten.matmul.default", [x1, ref(x2t)], out)
+    t = em.emit(f"{n}_dot2", "aten.mul.Tensor", [ref(mm), -2.0], out)
+    t = em.emit(f"{n}_sq_a", "aten.add.Tensor", [ref(t), ref(n1)], out)
+    t = em.emit(f"{n}_sq", "aten.add.Tensor", [ref(t), ref(n2r)], out)
+    t = em.emit(f"{n}_sq_pos", "aten.clamp_min.default", [ref(t), 0.0], out, {"min": 0.0})
+    em.emit(n, "aten.sqrt.default", [ref(t)], out)
     return em.out
 
 
