@@ -1,6 +1,7 @@
 """Resampling ops of the gather family (F.interpolate / nn.Upsample): nearest and nearest-exact over 1-3 spatial
 dims, linear / bilinear / trilinear (2, 4 or 8 gathers blended in float32) and bicubic (16 gathers, PyTorch's cubic
-convolution with A = -0.75), both corner modes, from scale factors or sizes.
+convolution with A = -0.75), both corner modes, from scale factors or sizes; and F.grid_sample over 2-d inputs
+(bilinear or nearest, zeros / border / reflection padding, both corner modes).
 
 Per spatial dim the source coordinate follows PyTorch's area_pixel_compute_source_index: scale = (in - 1) /
 (out - 1) with align_corners, else 1 / scale_factor when one is given, else in / out, rounded to float32 as the
@@ -117,6 +118,62 @@ def bicubic(c) -> str:
     return " + ".join(f"{weights[0][r]} * {rows[r]}" for r in range(4))
 
 
+def _reflect(c, x: str, low2: int, high2: int) -> str:
+    """PyTorch's reflect_coordinates(x, twice_low, twice_high): x mirrored into [low2 / 2, high2 / 2]."""
+    if low2 == high2:
+        return "0.0"
+    lo, span = low2 / 2, (high2 - low2) / 2
+    d = c.tmp(f"ct.abs({x} - {lo!r})", "gr")
+    flips = c.tmp(f"ct.floor({d} / {span!r})", "gr")
+    extra = c.tmp(f"{d} - {flips} * {span!r}", "gr")
+    even = f"({flips} * 0.5 == ct.floor({flips} * 0.5))"
+    return c.tmp(f"ct.where({even}, {extra} + {lo!r}, {span!r} - {extra} + {lo!r})", "gr")
+
+
+def grid_sample(c) -> str:
+    """F.grid_sample of an (N, C, H, W) input at an (N, Ho, Wo, 2) grid of normalized (x, y): unnormalized per
+    corner mode, border/reflection padding clipping (and mirroring) the source coordinate, zeros padding reading 0
+    outside (the gathers' bounds check); bilinear blends the four neighbours with PyTorch's weights in its order,
+    nearest rounds half to even."""
+    x, grid = c.tensor("input"), c.tensor("grid")
+    mode, pad = int(c.args.get("interpolation_mode", 0)), int(c.args.get("padding_mode", 0))
+    align = bool(c.args.get("align_corners"))
+    if len(x.shape) != 4 or len(grid.shape) != 4 or mode not in (0, 1) or pad not in (0, 1, 2):
+        raise Unsupported("grid_sampler: a 4-d input, bilinear or nearest (bicubic is not generated)")
+    n, ch, oy, ox = c.coords
+    src = []
+    for k, size in ((0, x.shape[3]), (1, x.shape[2])):
+        g = c.tmp(f"{c.gather(grid, [n, oy, ox, str(k)])}.astype(ct.float32)", "gg")
+        v = c.tmp(f"(({g} + 1.0) * 0.5) * {float(size - 1)!r}" if align else
+                  f"(({g} + 1.0) * {float(size)!r} - 1.0) * 0.5", "gu")
+        if pad == 2:
+            v = _reflect(c, v, 0, 2 * (size - 1)) if align else _reflect(c, v, -1, 2 * size - 1)
+        if pad in (1, 2):
+            v = c.tmp(f"ct.minimum(ct.maximum({v}, 0.0), {float(size - 1)!r})", "gc")
+        src.append(v)
+    ix, iy = src
+    if mode == 1:
+        def rnd(v: str) -> str:
+            fl = c.tmp(f"ct.floor({v})", "gn")
+            d = c.tmp(f"{v} - {fl}", "gn")
+            odd = f"({fl} * 0.5 != ct.floor({fl} * 0.5))"
+            return c.tmp(f"ct.where(({d} > 0.5) | (({d} == 0.5) & {odd}), {fl} + 1.0, {fl}).astype(ct.int32)", "gn")
+        return c.gather(x, [n, ch, rnd(iy), rnd(ix)], pad="0")
+    x0 = c.tmp(f"ct.floor({ix})", "gf")
+    y0 = c.tmp(f"ct.floor({iy})", "gf")
+    xi = [c.tmp(f"{x0}.astype(ct.int32)", "gi")]
+    xi.append(c.tmp(f"{xi[0]} + 1", "gi"))
+    yi = [c.tmp(f"{y0}.astype(ct.int32)", "gi")]
+    yi.append(c.tmp(f"{yi[0]} + 1", "gi"))
+    wx = [c.tmp(f"{x0} + 1.0 - {ix}", "gw"), c.tmp(f"{ix} - {x0}", "gw")]
+    wy = [c.tmp(f"{y0} + 1.0 - {iy}", "gw"), c.tmp(f"{iy} - {y0}", "gw")]
+    terms = []
+    for a, b in ((0, 0), (0, 1), (1, 0), (1, 1)):  # nw, ne, sw, se
+        v = c.tmp(f"{c.gather(x, [n, ch, yi[a], xi[b]], pad='0')}.astype(ct.float32)", "gv")
+        terms.append(f"{v} * ({wx[b]} * {wy[a]})")
+    return " + ".join(terms)
+
+
 OPS = {
     "upsample_nearest1d": lambda c: nearest(c, 1), "upsample_nearest2d": lambda c: nearest(c, 2),
     "upsample_nearest3d": lambda c: nearest(c, 3), "_upsample_nearest_exact1d": lambda c: nearest(c, 1, True),
@@ -124,4 +181,5 @@ OPS = {
     "_upsample_nearest_exact3d": lambda c: nearest(c, 3, True),
     "upsample_linear1d": lambda c: linear(c, 1), "upsample_bilinear2d": lambda c: linear(c, 2),
     "upsample_trilinear3d": lambda c: linear(c, 3), "upsample_bicubic2d": bicubic,
+    "grid_sampler": grid_sample, "grid_sampler_2d": grid_sample,
 }

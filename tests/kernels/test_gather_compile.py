@@ -311,3 +311,31 @@ def test_gpu_gather_cases_pass_on_the_emulator(name, monkeypatch):
 
     monkeypatch.setattr(G, "CHECK", check_emulated)
     G.test_gather_kernel_matches_reference(name, G.VARIANTS[name][3][0], "float32")
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_matches_pytorch(mode, padding, align):
+    """F.grid_sample (gather_resample.grid_sample) at a grid reaching 30% past the input on every side: PyTorch's
+    float32 values for each interpolation, padding and corner mode."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+
+    expr = f"F.grid_sample(x, g, mode={mode!r}, padding_mode={padding!r}, align_corners={align})"
+    spec = snippet_spec(forward(expr, "x, g"), "[torch.randn(2, 3, 5, 7), torch.rand(2, 4, 6, 2)]", FAMILY)
+    source = generate_kernel(spec)
+    assert not source.skeleton, source.notes
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 3, 5, 7, generator=gen)
+    g = torch.rand(2, 4, 6, 2, generator=gen) * 2.6 - 1.3
+    g[0, 0, :3] = torch.tensor([[-1.0, -1.0], [1.0, 1.0], [0.0, 0.0]])  # corners and the centre exactly
+    with emulation():
+        out = load_emulated(source)[source.launch_name](x, g)
+    want = F.grid_sample(x, g, mode=mode, padding_mode=padding, align_corners=align)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    if mode == "bilinear" and padding == "reflection" and align:
+        compile_spec(spec, ("sm_90",))

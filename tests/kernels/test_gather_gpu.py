@@ -50,6 +50,12 @@ def _plain(shape, dt):
     return f"torch.randn({shape_str(shape)}){dt}", {}
 
 
+def _grid(shape, dt):
+    """An (N, C, H, W) input and an (N, Ho, Wo, 2) grid (standard normal: a third of it past the input's edges)."""
+    x, (ho, wo) = shape
+    return f"torch.randn({shape_str(x)}){dt}, torch.randn({x[0]}, {ho}, {wo}, 2){dt}", {}
+
+
 def _one_hot(shape, dt):
     ids, c = shape
     return _idx(0, c, ids), {"x": (0, c)}
@@ -104,6 +110,11 @@ VARIANTS = {
                                    _plain, [(2, 3, 4, 5, 6), (2, 32, 16, 33, 31), (1, 1, 1, 1, 1)]),
     "upsample_bicubic_x2": ("F.interpolate(x, scale_factor=2, mode='bicubic')", "x", _plain,
                             [(2, 3, 5, 6), (4, 64, 56, 57), (1, 1, 1, 1)]),
+    "grid_sample_bilinear_border": ("F.grid_sample(x, g, padding_mode='border', align_corners=False)", "x, g",
+                                    _grid, [((2, 3, 5, 7), (4, 6)), ((8, 64, 56, 57), (32, 33)),
+                                            ((1, 1, 1, 1), (1, 1))]),
+    "grid_sample_nearest_zeros": ("F.grid_sample(x, g, mode='nearest', align_corners=True)", "x, g", _grid,
+                                  [((2, 3, 5, 7), (4, 6)), ((4, 32, 100, 101), (64, 65)), ((1, 2, 3, 1), (2, 2))]),
     "channel_shuffle": ("F.channel_shuffle(x, 4)", "x", _plain, [(2, 12, 5, 3), (32, 232, 28, 28), (1, 4, 1, 1)]),
     "unfold_3x3_pad": ("F.unfold(x, 3, padding=1)", "x", _plain, [(2, 3, 6, 7), (8, 64, 56, 57), (1, 1, 1, 1)]),
     "unfold_strided_dilated": ("F.unfold(x, (2, 3), dilation=(2, 1), padding=(1, 0), stride=(2, 3))", "x", _plain,
