@@ -14,6 +14,8 @@
   matmul family takes their bias itself.
 - `aten.cdist` with p = 2 becomes PyTorch's own matrix form, sqrt(clamp_min(|x1|^2 + |x2|^2 - 2 x1 @ x2^T, 0)):
   row sums of squares and one matmul whose epilogue adds them, clamps and takes the root, on tensor cores.
+- `aten.einsum` of three or more operands becomes a chain of two-operand einsums, left to right, each keeping the
+  subscripts a later operand or the output still needs (the forms the matmul family takes).
 Final values keep the names of the original graph values, so everything downstream (and verify) is unchanged.
 """
 
@@ -53,7 +55,7 @@ class _Emitter:
 
 def lower(graph: OpGraph) -> OpGraph:
     kinds = {n.op for n in graph.nodes}
-    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu", "baddbmm", "cdist"})):
+    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu", "baddbmm", "cdist", "einsum"})):
         return graph
     shapes = {i.name: i.meta.shape for i in graph.inputs if i.meta}
     for n in graph.nodes:
@@ -79,6 +81,8 @@ def lower(graph: OpGraph) -> OpGraph:
             lowered = _lower_cell(graph, node, shapes, getitems.get(node.name, {}))
         elif node.op == "glu":
             lowered = _lower_glu(graph, node, shapes)
+        elif node.op == "einsum":
+            lowered = _lower_einsum_chain(graph, node, shapes)
         elif node.op == "cdist":
             lowered = _lower_cdist(graph, node, shapes)
         elif node.op == "baddbmm":
@@ -293,6 +297,44 @@ def _lower_cdist(graph, node, shapes) -> list[OpNode] | None:
     t = em.emit(f"{n}_sq", "aten.add.Tensor", [ref(t), ref(n2r)], out)
     t = em.emit(f"{n}_sq_pos", "aten.clamp_min.default", [ref(t), 0.0], out, {"min": 0.0})
     em.emit(n, "aten.sqrt.default", [ref(t)], out)
+    return em.out
+
+
+def _lower_einsum_chain(graph, node, shapes) -> list[OpNode] | None:
+    """einsum(eq, [t0, t1, t2, ...]) = einsum(.., [einsum(.., [t0, t1]), t2]) ...: each step keeps the subscripts of
+    its operands that a later operand or the output uses, in order of first appearance."""
+    eq, tensors = node.args[0], node.args[1]
+    if not isinstance(eq, str) or not isinstance(tensors, list) or len(tensors) < 3 or node.meta is None:
+        return None
+    eq = eq.replace(" ", "")
+    if "..." in eq or "->" not in eq:
+        return None  # ellipses and implicit outputs keep the op as it is
+    lhs, out_sub = eq.split("->")
+    subs = lhs.split(",")
+    if len(subs) != len(tensors) or not all(isinstance(t, dict) and t.get("ref") in shapes for t in tensors):
+        return None
+    sizes: dict[str, int] = {}
+    for sub, t in zip(subs, tensors):
+        shape = shapes[t["ref"]]
+        if len(sub) != len(shape):
+            return None
+        for ch, n in zip(sub, shape):
+            sizes.setdefault(ch, n)
+    em = _Emitter(graph, node)
+    em.dtype = node.meta.dtype
+    cur, cur_sub = tensors[0], subs[0]
+    for i in range(1, len(tensors)):
+        last = i == len(tensors) - 1
+        if last:
+            keep = out_sub
+        else:
+            later = set("".join(subs[i + 1:]) + out_sub)
+            keep = "".join(dict.fromkeys(ch for ch in cur_sub + subs[i] if ch in later))
+        name = node.name if last else f"{node.name}_{i}"
+        step = f"{cur_sub},{subs[i]}->{keep}"
+        em.emit(name, "aten.einsum.default", [step, [cur, tensors[i]]], [sizes[ch] for ch in keep],
+                {"equation": step})
+        cur, cur_sub = ref(name), keep
     return em.out
 
 

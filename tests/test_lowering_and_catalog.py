@@ -107,6 +107,43 @@ def test_cdist_p2_lowers_to_row_norms_and_one_matmul(tmp_path, p, batched):
     assert r.returncode == 0 and "verify: PASS" in r.stderr, r.stderr[-2000:]
 
 
+@pytest.mark.parametrize("eq,shapes,kernels", [
+    ("bij,bjk,bkl->bil", [(2, 5, 6), (2, 6, 7), (2, 7, 3)], 2),
+    ("ab,bc,cd,de->ae", [(5, 6), (6, 7), (7, 8), (8, 3)], 3),
+    ("bhid,bhjd,bhje->bhie", [(2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 7)], 2),
+])
+def test_einsum_of_many_operands_lowers_to_a_chain_of_matmuls(tmp_path, eq, shapes, kernels):
+    """An einsum of three or more operands is a left-to-right chain of two-operand einsums (each a matmul kernel,
+    none a skeleton), verified against the model and run on the emulator."""
+    import subprocess
+    import sys
+
+    from kernels.cutile_emulator import check_emulated
+    from tilestudio.core.analyzer import analyze_graph
+    from tilestudio.core.capture_model import capture_file
+    from tilestudio.core.kernels import generate_kernel
+
+    names = [f"t{i}" for i in range(len(shapes))]
+    path = tmp_path / "es.py"
+    path.write_text(textwrap.dedent(f"""
+        import torch, torch.nn as nn
+        class Model(nn.Module):
+            def forward(s, {', '.join(names)}):
+                return torch.einsum({eq!r}, {', '.join(names)})
+        def get_inputs():
+            return [{', '.join(f'torch.randn{s!r}' for s in shapes)}]
+    """))
+    dec = analyze_graph(capture_file(str(path)), "es.py")
+    assert [k.operations for k in dec.kernels] == [["einsum"]] * kernels
+    for spec in dec.kernels:
+        source = generate_kernel(spec)
+        assert not source.skeleton, source.notes
+        assert check_emulated(spec, source).ok
+    r = subprocess.run([sys.executable, "-m", "tilestudio", "analyze", str(path), "--verify"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and "verify: PASS" in r.stderr, r.stderr[-2000:]
+
+
 def test_multihead_attention_decomposes_into_matmul_and_softmax():
     dec = decompose_source("""
     class Model(nn.Module):
