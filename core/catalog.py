@@ -64,7 +64,7 @@ _GATHER = """embedding embedding_bag index_select gather index take flip roll re
 reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d scatter scatter_add scatter_reduce index_put index_add index_copy
 one_hot pixel_shuffle pixel_unshuffle upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact1d
 _upsample_nearest_exact2d _upsample_nearest_exact3d upsample_linear1d upsample_bilinear2d upsample_trilinear3d
-upsample_bicubic2d grid_sampler grid_sampler_2d channel_shuffle native_channel_shuffle im2col diff cross linalg_cross diagonal
+upsample_bicubic2d grid_sampler grid_sampler_2d channel_shuffle native_channel_shuffle im2col col2im diff cross linalg_cross diagonal
 diag_embed tile repeat_interleave""".split()
 _LOSS = """mse_loss l1_loss smooth_l1_loss huber_loss cross_entropy_loss nll_loss nll_loss_nd nll_loss2d kl_div
 hinge_embedding_loss cosine_similarity triplet_margin_loss binary_cross_entropy binary_cross_entropy_with_logits

@@ -1,5 +1,6 @@
-"""Gather-family ops that rearrange or combine neighbouring elements: channel_shuffle, im2col (F.unfold), diff
-(any order n, no prepend/append) and cross (a 3-element dim). Each returns the value at the output tile's
+"""Gather-family ops that rearrange or combine neighbouring elements: channel_shuffle, im2col (F.unfold), col2im
+(F.fold: each output element sums the kh * kw column entries whose window covers it), diff (any order n, no
+prepend/append) and cross (a 3-element dim). Each returns the value at the output tile's
 coordinates (c: gather._Ctx) from gathers of the input(s); out-of-range window taps of im2col read the zero
 padding through the gather's bounds check.
 """
@@ -46,6 +47,36 @@ def im2col(c) -> str:
     xx = c.tmp(f"{ox} * {sw} + {j} * {dw} - {pw}", "uc")
     # a negative coordinate must not wrap: the gather's bounds check reads it as padding (0)
     return c.gather(x, list(lead) + [ch, y, xx], pad="0")
+
+
+def col2im(c) -> str:
+    """F.fold: out[n, ch, y, x] = sum over taps (i, j) with (y + ph - i * dh) = oy * sh and (x + pw - j * dw) =
+    ox * sw for a window (oy, ox) inside the (oh, ow) grid of cols[n, (ch * kh + i) * kw + j, oy * ow + ox]; float32
+    sums in tap order."""
+    cols = c.tensor("self")
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (list(c.args.get(k)) for k in (
+        "output_size", "kernel_size", "dilation", "padding", "stride"))
+    if len(cols.shape) not in (2, 3):
+        raise Unsupported("col2im needs a (C * kh * kw, L) or (N, C * kh * kw, L) input")
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    *lead, ch, y, x = c.coords
+    fl = cols.dtype.startswith(("float", "bfloat"))
+    terms = []
+    for i in range(kh):
+        ty = c.tmp(f"{y} + {ph - i * dh}", "fy")
+        oy = c.tmp(f"{ty} // {sh}", "fy")
+        oky = f"({ty} >= 0) & ({ty} % {sh} == 0) & ({oy} < {oh})" if sh > 1 else f"({ty} >= 0) & ({ty} < {oh})"
+        for j in range(kw):
+            tx = c.tmp(f"{x} + {pw - j * dw}", "fx")
+            ox = c.tmp(f"{tx} // {sw}", "fx")
+            okx = f"({tx} >= 0) & ({tx} % {sw} == 0) & ({ox} < {ow})" if sw > 1 else f"({tx} >= 0) & ({tx} < {ow})"
+            row = c.tmp(f"({ch} * {kh} + {i}) * {kw} + {j}" if ch != "0" else f"{i * kw + j}", "fr")
+            ok = c.tmp(f"ct.broadcast_to({oky} & {okx}, (BR, BL))", "fm")
+            idx = list(lead) + [row, c.tmp(f"{oy} * {ow} + {ox}", "fl")]
+            terms.append(c.tmp(f"{c.gather(cols, idx, pad='0', mask=ok)}" + (".astype(ct.float32)" if fl else ""),
+                               "fv"))
+    return " + ".join(terms)
 
 
 def diff(c) -> str:
@@ -95,4 +126,5 @@ def cross(c) -> str:
 
 
 OPS = {"channel_shuffle": channel_shuffle, "native_channel_shuffle": channel_shuffle, "im2col": im2col,
+       "col2im": col2im,
        "diff": diff, "cross": cross, "linalg_cross": cross}

@@ -270,6 +270,9 @@ REARRANGE = [
     ("F.channel_shuffle(x, 4)", "x", [(2, 12, 5, 3)]),
     ("F.unfold(x, 3, padding=1)", "x", [(2, 3, 6, 7)]),
     ("F.unfold(x, (2, 3), dilation=(2, 1), padding=(1, 0), stride=(2, 3))", "x", [(2, 3, 9, 11)]),
+    ("F.fold(x, (6, 7), 3, padding=1)", "x", [(2, 27, 42)]),
+    ("F.fold(x, (9, 11), (2, 3), dilation=(2, 1), padding=(1, 0), stride=(2, 3))", "x", [(2, 18, 15)]),
+    ("F.fold(x, (5, 5), 2, stride=2) * 2", "x", [(12, 4)]),
     ("torch.diff(x, dim=1)", "x", [(4, 9, 5)]),
     ("torch.diff(x, n=3)", "x", [(4, 9)]),
     ("torch.diff(x, dim=0)", "x", [(6, 5, "bool")]),
@@ -280,7 +283,8 @@ REARRANGE = [
 
 @pytest.mark.parametrize("expr,args,shapes", REARRANGE, ids=[e for e, _, _ in REARRANGE])
 def test_rearranging_gathers_match_pytorch(expr, args, shapes):
-    """channel_shuffle, im2col (F.unfold: padding, dilation, stride), diff (orders 1 and 3, bool) and cross
+    """channel_shuffle, im2col (F.unfold: padding, dilation, stride), col2im (F.fold: overlapping, strided and
+    dilated windows, an unbatched input), diff (orders 1 and 3, bool) and cross
     (gather_rearrange.py) give PyTorch's float32 values on the emulator and compile."""
     import torch
     import torch.nn.functional as F  # noqa: F401 - used by eval

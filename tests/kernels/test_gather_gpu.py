@@ -119,6 +119,8 @@ VARIANTS = {
     "unfold_3x3_pad": ("F.unfold(x, 3, padding=1)", "x", _plain, [(2, 3, 6, 7), (8, 64, 56, 57), (1, 1, 1, 1)]),
     "unfold_strided_dilated": ("F.unfold(x, (2, 3), dilation=(2, 1), padding=(1, 0), stride=(2, 3))", "x", _plain,
                                [(2, 3, 9, 11), (4, 32, 100, 101), (1, 1, 3, 3)]),
+    "fold_3x3_pad": ("F.fold(x, (56, 57), 3, padding=1)", "x", _plain, [(2, 27, 3192), (8, 576, 3192),
+                                                                        (1, 9, 3192)]),
     "diff_order2": ("torch.diff(x, n=2, dim=1)", "x", _plain, [(4, 9, 5), (64, 1001, 65), (1, 3, 1)]),
     "cross_relu": ("torch.relu(torch.cross(x, torch.sin(x), dim=1))", "x", _plain, [(4, 3, 5), (4096, 3, 257),
                                                                                  (1, 3, 1)]),
