@@ -116,7 +116,8 @@ def test_linear_weight_loads_transposed_and_bn_folds_in_prepare():
 
 @pytest.mark.parametrize("equation,inputs", [
     ("ii->i", "[torch.randn(5, 5)]"),
-    ("ij,jk,kl->il", "[torch.randn(3, 4), torch.randn(4, 5), torch.randn(5, 6)]"),
+    # three operands are chained into two-operand einsums (core/lowering.py) except with an ellipsis
+    ("...ij,...jk,...kl->...il", "[torch.randn(2, 3, 4), torch.randn(2, 4, 5), torch.randn(2, 5, 6)]"),
     ("ij,jk->", "[torch.randn(3, 4), torch.randn(4, 5)]"),
 ])
 def test_einsum_that_is_not_a_matmul_is_explicitly_unsupported(equation, inputs):
