@@ -8,6 +8,7 @@ import re
 import torch
 
 from .capture import CaptureError, graph_from_export
+from .decompose import decompose_uncovered
 from .errors import ErrorInfo, UserError
 from .opgraph import OpGraph
 from .usercode import (build_model, error_from_exception, first_line, forward_arg_names, load_module,
@@ -40,6 +41,13 @@ def capture_file(path: str, class_name: str | None = None) -> OpGraph:
         raise
     except Exception as exc:  # noqa: BLE001
         raise _export_error(exc, path) from None
+    try:
+        with torch.no_grad():
+            decomposed = decompose_uncovered(ep)
+        if decomposed is not ep:
+            return graph_from_export(decomposed, path, cls.__name__, arg_names, inputs)
+    except Exception:  # noqa: BLE001 - a decomposition that cannot be traced or encoded leaves its op unsupported
+        pass
     try:
         return graph_from_export(ep, path, cls.__name__, arg_names, inputs)
     except CaptureError as exc:
