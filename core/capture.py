@@ -61,7 +61,14 @@ def encode_arg(arg: Any) -> Any:
 
 
 class CaptureError(Exception):
-    pass
+    def __init__(self, message: str, line: int | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.line, self.hint = line, hint
+
+
+def _has_static_shape(value: Any) -> bool:
+    values = value if isinstance(value, (tuple, list)) else [value]
+    return all(not isinstance(v, torch.Tensor) or all(isinstance(d, int) for d in v.shape) for v in values)
 
 
 def target_name(target: Any) -> str:
@@ -166,6 +173,12 @@ def graph_from_export(ep: torch.export.ExportedProgram, model_file: str, model_c
                 inputs.append(GraphInput(name=node.name, kind="input", target=arg_name,
                                          meta=tensor_meta(val), value=literal))
         elif node.op == "call_function":
+            if not _has_static_shape(val):
+                loc = source_of(node, model_file)
+                raise CaptureError(
+                    f"data-dependent output shape: {target_name(node.target)} returns a tensor whose size depends on "
+                    "tensor values (boolean-mask indexing, nonzero, unique, masked_select)", loc.line if loc else None,
+                    "keep shapes static: torch.where(mask, x, 0) or a masked reduction instead of selecting elements")
             tuple_out = isinstance(val, (tuple, list))
             outs = [tensor_meta(v) for v in val] if tuple_out else [tensor_meta(val)]
             path, typ = module_of(node)

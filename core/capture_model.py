@@ -51,7 +51,7 @@ def capture_file(path: str, class_name: str | None = None) -> OpGraph:
     try:
         return graph_from_export(ep, path, cls.__name__, arg_names, inputs)
     except CaptureError as exc:
-        raise UserError(ErrorInfo(kind="capture", message=str(exc), file=path)) from None
+        raise UserError(ErrorInfo(kind="capture", message=str(exc), file=path, line=exc.line, hint=exc.hint)) from None
 
 
 def _export_error(exc: Exception, path: str) -> UserError:

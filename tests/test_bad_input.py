@@ -69,6 +69,8 @@ CASES = [
     Case("get_inputs_raises", bad("get_inputs_raises.py"), 12, "exception", ("get_inputs() raised", "KeyError")),
     Case("data_dependent_branch", bad("data_dependent_branch.py"), 12, "capture",
          ("data-dependent control flow",), "torch.where"),
+    Case("data_dependent_shape", bad("data_dependent_shape.py"), 11, "capture",
+         ("data-dependent output shape", "aten.index.Tensor"), "torch.where(mask, x, 0)"),
     Case("missing_import", bad("missing_import.py"), 3, "import", ("No module named 'einops'",),
          "install the package 'einops'"),
     Case("huge_numpy_array", bad("huge_allocation.py", "--memory-mb", "2048"), 6, "memory",
