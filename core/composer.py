@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from .invariant import invariant_steps, invariant_values_used
 from .kernels.base import KernelSource
 from .opgraph import refs_in
 from .specs import Decomposition
@@ -165,17 +166,19 @@ def _entry_point(dec: Decomposition, sources: dict[str, KernelSource], entry: st
         for k in prepared:
             args = ", ".join(attr_path("m", t.source) for t in k.inputs if t.role in ("parameter", "buffer"))
             lines.append(f"            self.prepared_{k.id} = {sources[k.id].prepare_name}({args})")
+    hoisted = invariant_steps(dec, {k.id for k in prepared})
+    if hoisted:
+        lines.append("        self.invariant = None  # (device, values) of the forward-invariant steps, on first use")
     lines += ["", f"    def forward(self, {', '.join(_input_args(dec))}):", "        m = self.model",
               "        aten = torch.ops.aten"]
     launch_offsets: dict[str, int] = {}
     glue = {g.node: g for g in dec.glue}
-    for item in dec.schedule:
+
+    def emit(item: str, indent: str) -> None:
         kind, key = item.split(":", 1)
         if kind == "glue":
-            g = glue[key]
-            call = _glue_call(g, names)
-            lines.append(f"        {names[key]} = {call}")
-            continue
+            lines.append(f"{indent}{names[key]} = {_glue_call(glue[key], names)}")
+            return
         k = dec.kernel(key)
         src = sources[key]
         if src.prepare_name:
@@ -185,7 +188,22 @@ def _entry_point(dec: Decomposition, sources: dict[str, KernelSource], entry: st
             args = [names[t.graph_value] for t in k.inputs]
         outs = ", ".join(names[o.graph_value] for o in k.outputs)
         launch_offsets[key] = len(lines)
-        lines.append(f"        {outs} = {src.launch_name}({', '.join(args)})")
+        lines.append(f"{indent}{outs} = {src.launch_name}({', '.join(args)})")
+
+    if hoisted:
+        device = names.get("__device__")
+        values = [names[v] for v in invariant_values_used(dec, hoisted)]
+        packed = ", ".join(values) + ("," if len(values) == 1 else "")
+        stale = "self.invariant is None" + (f" or self.invariant[0] != {device}" if device else "")
+        lines.append("        # forward-invariant values (from shapes and constants only): computed once per device")
+        lines.append(f"        if {stale}:")
+        for item in hoisted:
+            emit(item, " " * 12)
+        lines.append(f"            self.invariant = ({device}, ({packed}))")
+        lines.append(f"        {packed} = self.invariant[1]")
+    for item in dec.schedule:
+        if item not in hoisted:
+            emit(item, " " * 8)
     ret = ", ".join(names.get(o, o) for o in dec.outputs)
     if dec.output_is_tuple and len(dec.outputs) == 1:
         ret += ","

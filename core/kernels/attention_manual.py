@@ -18,6 +18,7 @@ from .. import repeat_kv
 from ..einsum_forms import A_B, A_BT, attention_matmul_form
 from ..fusion import SOFTMAX_CASTS
 from ..op_values import spec_lookup
+from ..opgraph import refs_in
 from ..repeat_kv import RepeatKV
 from ..specs import KernelSpec
 from .attention import LOG2E, _as4d, head_transpose, launcher, output_views, tiling
@@ -58,12 +59,18 @@ def _parts(ops: list):
     if len(mms) != 2 or len(sms) != 1 or not mms[0] < sms[0] < mms[1]:
         raise Unsupported("attention by hand: expected matmul, elementwise ops, softmax, matmul")
     i, s, j = mms[0], sms[0], mms[1]
-    for r in ops[i + 1:s] + ops[s + 1:j] + ops[j + 1:]:
+    for r in ops[:i] + ops[i + 1:s] + ops[s + 1:j] + ops[j + 1:]:
         if not r.category.startswith("elementwise"):
             raise Unsupported(f"attention by hand: {r.target} between its matmuls")
     if any(r.op not in SOFTMAX_CASTS for r in ops[s + 1:j]) or len(ops[s + 1:j]) > 1:
         raise Unsupported("attention by hand: ops between the softmax and the second matmul")
-    return ops[i], ops[i + 1:s], ops[s], ops[j], ops[j + 1:], ops[s + 1:j]
+    # Elementwise ops before the scores' matmul compute score side inputs (a mask built in the forward): they
+    # join the score epilogue, evaluated per tile. One that makes a matmul operand would be a prologue.
+    made = {r.node for r in ops[:i]}
+    for mm in (ops[i], ops[j]):
+        if made & set(refs_in(mm.args) + refs_in(list(mm.kwargs.values()))):
+            raise Unsupported("attention with a fused prologue")
+    return ops[i], ops[:i] + ops[i + 1:s], ops[s], ops[j], ops[j + 1:], ops[s + 1:j]
 
 
 def _matmul_args(rec) -> tuple[object, object, str | None, float]:
@@ -118,6 +125,24 @@ class TileSides(SideLoader):
         if t.name not in self.tiled:
             self.tiled.append(t.name)
         return var
+
+
+def _score_index_tiles(score_ops: list, L: int, S: int, lines: list[str], indent: str) -> dict[str, str]:
+    """Row/column index tiles for a tril/triu in the score epilogue (a causal mask built in the forward, e.g.
+    `torch.full((T, T), -inf).triu(1)`): its element (i, j) lies at query i, key j of the score tile when its last
+    two dims are (queries, keys), so the tiles are the query and key positions `mm` / `nn`."""
+    from .expr import COL_INDEX, ROW_INDEX
+
+    masks = [r for r in score_ops if r.op.rstrip("_") in ("tril", "triu")]
+    if not masks:
+        return {}
+    for r in masks:
+        if len(r.output) < 2 or list(r.output[-2:]) != [L, S]:
+            raise Unsupported(f"attention by hand: {r.op} over {list(r.output)}, not (.., queries, keys) = "
+                              f"(.., {L}, {S})")
+    lines.append(f"{indent}row_idx = ct.broadcast_to(mm, (BM, BN))")
+    lines.append(f"{indent}col_idx = ct.broadcast_to(nn, (BM, BN))")
+    return {ROW_INDEX: "row_idx", COL_INDEX: "col_idx"}
 
 
 def _head(n_rep: int) -> str:
@@ -210,7 +235,8 @@ def generate_manual(spec: KernelSpec) -> KernelSource:
     coords = ["b", "h", "mm", "nn"] if rank == 4 else ["b", "mm", "nn"]
     tile_coords = ["b", "h", "pid_m", "j"] if rank == 4 else ["b", "pid_m", "j"]
     sides = TileSides(spec, coords, tile_coords, scores, lines, li, exclude=[q.graph_value, kt.graph_value])
-    env = elementwise(score_ops, {mm1.node: "s"}, sides, lines, li)
+    env = elementwise(score_ops, {mm1.node: "s", **_score_index_tiles(score_ops, L, S, lines, li)}, sides, lines,
+                      li)
     st = env[sm.inputs[0]] if sm.inputs else None
     if st is None:
         raise Unsupported("attention by hand: the softmax input is not computed in the kernel")

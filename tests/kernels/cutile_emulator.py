@@ -185,11 +185,13 @@ def _launch_concurrent(grid, kern, args, slots_n: int) -> None:
     errors: list[BaseException] = []
     slots = threading.Semaphore(slots_n)
     done = [0]
+    grad = torch.is_grad_enabled()  # autograd's mode is per thread: the blocks run in the launcher's
 
     def run(b):
         try:
             _state.bid, _state.grid = b, grid
-            kern._pyfunc(*args)
+            with torch.set_grad_enabled(grad):
+                kern._pyfunc(*args)
         except _Abandoned:
             pass
         except BaseException as e:  # noqa: BLE001 - re-raised in the launching thread

@@ -102,8 +102,14 @@ CASES = {
                                 f"[{qkv(2, 2, 13, 13, 16)}]"),
     "manual_bmm_rank3_bf16": (forward("torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)), -1), v)", "q, k, v"),
                               f"[{qkv(3, 0, 70, 50, 24, ev=40, dtype='.to(torch.bfloat16)')}]"),
+    # a causal mask built in the forward: its triu joins the score epilogue, evaluated at (query, key) positions
+    "manual_triu_mask_in_forward_fp16": (forward("(q @ k.transpose(-2, -1) * 0.125 + torch.full((q.shape[-2], "
+                                                 "k.shape[-2]), float('-inf'), device=q.device, dtype=q.dtype)"
+                                                 ".triu(1)).softmax(-1) @ v", "q, k, v"),
+                                         f"[{qkv(2, 3, 21, 37, 32, dtype='.half()')}]"),
 }
-BOTH_ARCHES = {"causal_fp16_rect", "key_padding_mask_fp16", "manual_causal_fill_fp16"}
+BOTH_ARCHES = {"causal_fp16_rect", "key_padding_mask_fp16", "manual_causal_fill_fp16",
+               "manual_triu_mask_in_forward_fp16"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

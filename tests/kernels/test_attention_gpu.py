@@ -64,6 +64,10 @@ VARIANTS = {
     "manual_tril_fill": ("(q @ k.transpose(-2, -1) * 0.125).masked_fill(m == 0, float('-inf')).softmax(-1) @ v",
                          "q, k, v, m", _with_mask("torch.tril(torch.ones({L}, {S}))"),
                          [(2, 4, 300, 300, 64), (1, 2, 1000, 1000, 32), (1, 1, 77, 300, 16)]),
+    # the causal mask built in the forward (torch.full(-inf).triu(1)): computed per score tile from its positions
+    "manual_triu_mask_in_forward": ("(q @ k.transpose(-2, -1) * 0.125 + torch.full((q.shape[-2], k.shape[-2]), "
+                                    "float('-inf'), device=q.device, dtype=q.dtype).triu(1)).softmax(-1) @ v",
+                                    "q, k, v", _qkv, [(2, 2, 37, 37, 64), (4, 12, 1024, 1024, 64), (1, 1, 77, 300, 16)]),
     "manual_additive_mask_epilogue": ("(torch.softmax(q @ k.transpose(-2, -1) * 0.3 + m, -1) @ v) * 2.0 + q",
                                       "q, k, v, m", _with_mask("torch.randn({B}, 1, 1, {S}){dt}"),
                                       [(2, 2, 9, 19, 16), (8, 12, 197, 197, 64), (1, 1, 1, 3, 8)]),
