@@ -16,6 +16,10 @@
   row sums of squares and one matmul whose epilogue adds them, clamps and takes the root, on tensor cores.
 - `aten.einsum` of three or more operands becomes a chain of two-operand einsums, left to right, each keeping the
   subscripts a later operand or the output still needs (the forms the matmul family takes).
+- `aten.index_put` with one boolean mask (`h[h < -1] = -1`, `scores[:, causal] = -inf`, `x[mask] += v`) whose
+  values broadcast over the dims after the mask's is elementwise: where(mask, values, self) (accumulate: self +
+  where(mask, values, 0)), the mask viewed with trailing unit dims. It then fuses like any elementwise op (a masked
+  score matrix stays one flash-attention kernel). Integer indices stay index_put (the scatter family's).
 Final values keep the names of the original graph values, so everything downstream (and verify) is unchanged.
 """
 
@@ -55,12 +59,14 @@ class _Emitter:
 
 def lower(graph: OpGraph) -> OpGraph:
     kinds = {n.op for n in graph.nodes}
-    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu", "baddbmm", "cdist", "einsum"})):
+    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu", "baddbmm", "cdist", "einsum", "index_put", "index_put_"})):
         return graph
     shapes = {i.name: i.meta.shape for i in graph.inputs if i.meta}
+    dtypes = {i.name: i.meta.dtype for i in graph.inputs if i.meta}
     for n in graph.nodes:
         if n.meta:
             shapes[n.name] = n.meta.shape
+            dtypes[n.name] = n.meta.dtype
     getitems: dict[str, dict[int, str]] = {}
     for n in graph.nodes:
         if n.target == "getitem" and isinstance(n.args[0], dict):
@@ -87,6 +93,8 @@ def lower(graph: OpGraph) -> OpGraph:
             lowered = _lower_cdist(graph, node, shapes)
         elif node.op == "baddbmm":
             lowered = _lower_baddbmm(graph, node, shapes, consumers.get(node.name, []))
+        elif node.op in ("index_put", "index_put_"):
+            lowered = _lower_index_put_mask(graph, node, shapes, dtypes)
         if lowered is None:
             new_nodes.append(node)
             continue
@@ -298,6 +306,47 @@ def _lower_cdist(graph, node, shapes) -> list[OpNode] | None:
     t = em.emit(f"{n}_sq_pos", "aten.clamp_min.default", [ref(t), 0.0], out, {"min": 0.0})
     em.emit(n, "aten.sqrt.default", [ref(t)], out)
     return em.out
+
+
+def _lower_index_put_mask(graph, node, shapes, dtypes) -> list[OpNode] | None:
+    """index_put(x, [None] * d + [mask], v, accumulate) = where(mask[..., None...], v, x) (+ x for accumulate)."""
+    x, indices, v = (node.args + [None, None, None])[:3]
+    if not all(isinstance(a, dict) and a.get("ref") in shapes for a in (x, v)) or not isinstance(indices, list):
+        return None
+    given = [i for i, t in enumerate(indices) if t is not None]
+    if len(given) != 1 or node.meta is None:
+        return None
+    d, mask = given[0], indices[given[0]]
+    if not isinstance(mask, dict) or dtypes.get(mask.get("ref")) != "bool":
+        return None
+    out, mshape, vshape = list(node.meta.shape), list(shapes[mask["ref"]]), list(shapes[v["ref"]])
+    k = len(mshape)
+    trailing = out[d + k:]
+    if out[d:d + k] != mshape or len(vshape) > len(trailing) or \
+            not all(n in (1, m) for n, m in zip(vshape[::-1], trailing[::-1])):
+        return None  # the selection's size depends on the mask: the op stays (an unsupported spec)
+    xt, vt = dtypes.get(x["ref"]), dtypes.get(v["ref"])
+    floats = all(t and t.startswith(("float", "bfloat")) for t in (xt, vt))
+    if vt != xt and (vshape or not floats):
+        return None  # index_put casts the values to x's dtype; where would promote
+    em = _Emitter(graph, node)
+    em.dtype = "bool"
+    cond, cshape = mask, mshape + [1] * len(trailing)
+    if trailing:
+        cond = ref(em.emit(f"{node.name}_mask", "aten.view.default", [mask, cshape], cshape))
+    em.dtype = node.meta.dtype
+    if node.attrs.get("accumulate"):
+        add = em.emit(f"{node.name}_add", "aten.where.ScalarOther", [cond, v, 0.0], _broadcast(cshape, vshape))
+        em.emit(node.name, "aten.add.Tensor", [x, ref(add)], out)
+    else:
+        em.emit(node.name, "aten.where.self", [cond, v, x], out)
+    return em.out
+
+
+def _broadcast(a: list[int], b: list[int]) -> list[int]:
+    n = max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
+    return [max(p, q) for p, q in zip(a, b)]
 
 
 def _lower_einsum_chain(graph, node, shapes) -> list[OpNode] | None:

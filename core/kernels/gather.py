@@ -14,9 +14,9 @@ gathers the source with the per-dim bounds check of `ct.gather` (out-of-range â†
 constant padding and masked positions are produced). Embedding rows are read with `ct.load_advanced_indexing`
 (one sparse token index per output row, a dense slice of the embedding dim). Sources are read through their
 strides (no copies); the output tile is written with one coalesced `ct.store`. Scatter-style writes (scatter,
-scatter_add, scatter_reduce, index_add, index_copy) are scatter.py's. Unsupported (skeletons): embedding_bag,
-index_put, repeat_interleave with a tensor of repeats and boolean-mask indexing (data-dependent shapes),
-grid_sampler_2d.
+scatter_add, scatter_reduce, index_add, index_copy, index_put with one index tensor or boolean mask) are
+scatter.py's. Unsupported (skeletons): embedding_bag, index_put with several index tensors, repeat_interleave with a
+tensor of repeats and boolean-mask selection (data-dependent shapes).
 """
 
 from __future__ import annotations

@@ -1,5 +1,11 @@
 """Scatter-style kernels: scatter (value / src), scatter_add, scatter_reduce (sum, prod, mean, amax, amin; with or
-without self), index_add (alpha), index_copy; with fused elementwise epilogues.
+without self), index_add (alpha), index_copy, index_put (`x[i] = v`, `x[:, i] += v`); with fused
+elementwise epilogues.
+
+index_put with one integer index tensor (1-D, at any position of the index list, the other entries full slices)
+is index_copy (accumulate=False) or index_add (accumulate=True) along that dim, its values broadcast to the
+indexed shape and negative indices wrapped, as PyTorch's indexing does. A boolean mask's index_put is lowered to
+an elementwise where before fusion (core/lowering.py).
 
 Two forms, chosen by J, the number of update positions that can write one output element (the index's extent
 along `dim`; index_add/index_copy: the index's length):
@@ -15,7 +21,8 @@ along `dim`; index_add/index_copy: the index's length):
   and casts (skipped when there is neither). As with PyTorch's CUDA kernels, duplicate scatter targets keep an
   unspecified update and float sums are in atomic order, not bit-reproducible.
 
-Index values are trusted to be in range, as PyTorch checks them (negative indices are not wrapped).
+Index values are trusted to be in range, as PyTorch checks them (negative indices are wrapped for index_put only:
+the other ops reject them).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from .indexing import (MEMORY_TUNING, alloc_outputs, array_param, decode, input_
                        ret_outputs, scalar_param, tup, wrapper_head)
 
 I = "    "
-OPS = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy")
+OPS = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_put")
 _COMBINE = {"sum": "{a} + ct.where({h}, {v}, 0.0)", "mean": "{a} + ct.where({h}, {v}, 0.0)",
             "prod": "{a} * ct.where({h}, {v}, 1.0)", "amax": "ct.where({h}, ct.maximum({a}, {v}), {a})",
             "amin": "ct.where({h}, ct.minimum({a}, {v}), {a})", "set": "ct.where({h}, {v}, {a})"}
@@ -50,11 +57,13 @@ class Plan:
     include_self: bool
     alpha: str | None  # index_add's alpha (None: 1)
     out_shape: list[int]
+    wrap: bool = False  # index_put: negative indices count from the end of `dim`
 
     @property
     def per_dim(self) -> bool:
-        """index_add / index_copy: a 1-D index along `dim`, the source shaped like the output but for `dim`."""
-        return self.op in ("index_add", "index_copy")
+        """index_add / index_copy / index_put: a 1-D index along `dim`, the source shaped like the output but for
+        `dim` (index_put's values broadcast to that shape)."""
+        return self.op in ("index_add", "index_copy", "index_put")
 
     @property
     def j(self) -> int:
@@ -62,12 +71,26 @@ class Plan:
 
     @property
     def update_shape(self) -> list[int]:
-        """The space of update positions: the index's shape (scatter*) or the source's (index_*)."""
-        return list(self.src.shape) if self.per_dim else list(self.index.shape)
+        """The space of update positions: the index's shape (scatter*) or the source's (index_*: the output's with
+        `dim` the index's length)."""
+        if not self.per_dim:
+            return list(self.index.shape)
+        shape = list(self.out_shape)
+        shape[self.dim] = prod(self.index.shape)
+        return shape
+
+    def src_coords(self, q: list[str]) -> list[str]:
+        """Coordinates into the source for update coordinates `q` (broadcast dims of index_put's values read 0)."""
+        assert self.src is not None
+        off = len(q) - len(self.src.shape)
+        return [("0" if n == 1 and self.update_shape[i + off] != 1 else q[i + off])
+                for i, n in enumerate(self.src.shape)]
 
 
 def plan(spec: KernelSpec, rec: OpRecord) -> Plan:
     a = bind_args(rec)
+    if rec.op == "index_put":
+        return _index_put_plan(spec, rec, a)
     self_t = input_for(spec, a.get("self"), rec.target)
     index = input_for(spec, a.get("index"), rec.target)
     rank = max(1, len(self_t.shape))
@@ -101,6 +124,37 @@ def plan(spec: KernelSpec, rec: OpRecord) -> Plan:
     return p
 
 
+def _index_put_plan(spec: KernelSpec, rec: OpRecord, a: dict) -> Plan:
+    self_t = input_for(spec, a.get("self"), rec.target)
+    out_shape = list(rec.output)
+    idx = a.get("indices") or []
+    given = [i for i, t in enumerate(idx) if t is not None]
+    if not self_t.shape or len(given) != 1:
+        raise Unsupported(f"{rec.target} with {len(given)} index tensors (one is generated)")
+    d = given[0]
+    index = input_for(spec, idx[d], rec.target)
+    values = input_for(spec, a.get("values"), rec.target)
+    accumulate = bool(a.get("accumulate", False))
+    if values.dtype != self_t.dtype and (values.shape or not (_float(values) and _float(self_t))):
+        raise Unsupported(f"{rec.target}: {values.dtype} values into a {self_t.dtype} tensor")
+    if index.dtype == "bool":  # (lowering.py makes the mask forms it can express a where)
+        raise Unsupported(f"{rec.target}: mask {index.shape} at dim {d} with values {values.shape} (the "
+                          f"selection's size would depend on the mask)")
+    if len(index.shape) != 1 or index.dtype not in ("int64", "int32"):
+        raise Unsupported(f"{rec.target}: a {index.dtype} index of rank {len(index.shape)} (1-D integer indices "
+                          f"are generated)")
+    target = list(out_shape)
+    target[d] = index.shape[0]
+    if not _broadcasts(values.shape, target):
+        raise Unsupported(f"{rec.target}: values {values.shape} do not broadcast to {target}")
+    return Plan("index_put", d, self_t, index, values, "0.0", "sum" if accumulate else "set", True, None, out_shape,
+                wrap=True)
+
+
+def _broadcasts(shape: list[int], to: list[int]) -> bool:
+    return len(shape) <= len(to) and all(n in (1, m) for n, m in zip(shape[::-1], to[::-1]))
+
+
 def _float(t: TensorSpec) -> bool:
     return t.dtype.startswith(("float", "bfloat"))
 
@@ -108,7 +162,7 @@ def _float(t: TensorSpec) -> bool:
 def _update(p: Plan, q: list[str], dtype: str) -> str:
     """The (BR, BL) tile of updates at update coordinates `q`: the source there (or the scalar value), times alpha."""
     if p.src is not None:
-        v = f"ct.gather({array_param(p.src)}, {tup(q)}).astype({dtype})"
+        v = f"ct.gather({array_param(p.src)}, {tup(p.src_coords(q) or ['0'])}).astype({dtype})"
     else:
         v = f"ct.full((BR, BL), {p.value}, dtype={dtype})"
     if p.alpha is not None:
@@ -136,6 +190,8 @@ def inverse(c, p: Plan) -> str:
     J = I + I
     if p.per_dim:
         c.lines.append(f"{J}iv = ct.gather({array_param(p.index)}, j).astype(ct.int32)")
+        if p.wrap:
+            c.lines.append(f"{J}iv = ct.where(iv < 0, iv + {p.out_shape[p.dim]}, iv)")
     else:  # positions past the index's extent on the other dims pad -1: they write nothing
         c.lines.append(f"{J}iv = ct.gather({array_param(p.index)}, {tup(q)}, padding_value=-1).astype(ct.int32)")
     c.lines.append(f"{J}hit = ct.broadcast_to(iv == {pos}, {tile})")
@@ -210,6 +266,8 @@ def _atomic(spec: KernelSpec, rec: OpRecord, epilogue: list[OpRecord], p: Plan) 
     # lanes outside the update space target -1: the bounds check of the write drops them
     lines.append(f"{I}iv = ct.where(inside, ct.gather({array_param(p.index)}, {tup(iq)}, padding_value=-1)"
                  f".astype(ct.int32), -1)")
+    if p.wrap:  # (lanes outside the update space stay -1 only if the wrap skips them)
+        lines.append(f"{I}iv = ct.where(inside & (iv < 0), iv + {p.out_shape[p.dim]}, iv)")
     tgt = list(q)
     tgt[p.dim] = "iv"
     lines.append(f"{I}upd = {_update(p, q, f'ct.{buf_dtype}')}")

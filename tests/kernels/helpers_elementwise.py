@@ -99,6 +99,16 @@ class Model(nn.Module):
     def forward(self, ids, x):
         return (ids == 0).to(x.dtype) * x + ids.to(x.dtype) * 0.5
 '''
+# index_put with boolean masks, lowered to where: a clamp by mask, a mask over the last two dims, a row mask += v
+SETITEM_MASK = '''
+class Model(nn.Module):
+    def forward(self, x, m, r):
+        y = x.clone()
+        y[y < -0.5] = -0.5
+        y[:, m] = float("-inf")
+        y.index_put_((r,), torch.tensor(2.0), accumulate=True)
+        return y * 1.5
+'''
 TRIL = '''
 class Model(nn.Module):
     def forward(self, x):

@@ -10,7 +10,7 @@ from .helpers import compile_spec, decompose_source
 from .helpers_indexed import make_inputs
 from .helpers_elementwise import (ACTIVATIONS_A, ACTIVATIONS_B, BROADCAST_NCHW, CHAIN_1D, CLAMP_TENSOR, COMPARE,
                                   HALF_MODULE, INT_MASK, LEADING_BROADCAST, MASKED_FILL, MATH, OUTER, ROTARY,
-                                  ROW_COL, SCALARS, TRIL, WHERE, elementwise_specs, multi_output_spec,
+                                  ROW_COL, SCALARS, SETITEM_MASK, TRIL, WHERE, elementwise_specs, multi_output_spec,
                                   scalar_input_spec)
 
 ARCHES = ("sm_90", "sm_100")
@@ -53,6 +53,10 @@ SNIPPETS = {
     "compare_bool_output": (COMPARE, f"[{_r((12, 13))}, {_r((12, 13))}]"),
     "int_ids_mask": (INT_MASK, f"[torch.randint(0, 5, (3, 21)), {_r((3, 21))}]"),
     "tril_triu": (TRIL, f"[{_r((3, 19, 23))}]"),
+    # index_put with boolean masks (lowered to where): one kernel for the three writes
+    "setitem_mask": (SETITEM_MASK, f"[{_r((3, 19, 23))}, torch.rand(19, 23) > 0.7, torch.rand(3) > 0.5]"),
+    "setitem_mask_bf16": (SETITEM_MASK, f"[{_r((4, 8, 40), 'bfloat16')}, torch.rand(8, 40) > 0.7, "
+                                        "torch.rand(4) > 0.5]"),
     "unaligned_1000003": (CHAIN_1D, f"[{_r((1000003,))}, {_r((1000003,))}]"),
     "fp16_inputs": (CHAIN_1D, f"[{_r((37, 129), 'float16')}, {_r((37, 129), 'float16')}]"),
     "bf16_inputs": (CHAIN_1D, f"[{_r((37, 129), 'bfloat16')}, {_r((37, 129), 'bfloat16')}]"),

@@ -82,10 +82,11 @@ def test_gather_variant_compiles_and_emulates(name):
 def test_unsupported_gather_ops_become_skeletons():
     from tilestudio.core.kernels import generate_kernel
 
-    spec = snippet_spec(forward("torch.zeros(5, 4, device=x.device).index_put((i,), x, accumulate=True)", "x, i"),
-                        "[torch.randn(3, 4), torch.randint(0, 5, (3,))]", FAMILY)
+    # index_put with two index tensors (a point-wise scatter into a matrix): one index tensor is generated
+    spec = snippet_spec(forward("torch.zeros(5, 4, device=x.device).index_put((i, i), x, accumulate=True)", "x, i"),
+                        "[torch.randn(3), torch.randint(0, 4, (3,))]", FAMILY)
     source = generate_kernel(spec)
-    assert source.skeleton and "index_put" in source.notes[0]
+    assert source.skeleton and "index_put" in source.notes[0] and "2 index tensors" in source.notes[0]
 
 
 

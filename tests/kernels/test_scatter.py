@@ -27,7 +27,8 @@ def test_gpu_scatter_cases_pass_on_the_emulator(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["label_smoothing", "scatter_add_cols", "index_add_silu", "index_copy",
-                                  "scatter_value_cols", "scatter_reduce_mean"])
+                                  "scatter_value_cols", "scatter_reduce_mean", "index_put_rows",
+                                  "index_put_accumulate_wrapping", "index_put_cols"])
 def test_both_forms_on_the_emulator(name, monkeypatch):
     """Each case through the inverse form (J <= scatter_inverse_max) and the atomic form (forced: max 0), except
     the reductions the atomic form does not take, which must become explicit skeletons naming the op."""
@@ -50,7 +51,7 @@ def test_both_forms_on_the_emulator(name, monkeypatch):
 
 @pytest.mark.parametrize("name,shape", [("label_smoothing", (37, 100)), ("scatter_add_cols", ((50, 64), 300)),
                                         ("index_add_silu", ((50, 64), 300)), ("scatter_reduce_amax", ((6, 11), 9)),
-                                        ("index_copy", ((9, 13), 4))])
+                                        ("index_copy", ((9, 13), 4)), ("index_put_accumulate_wrapping", ((9, 13), 4))])
 def test_scatter_compiles_for_sm90_and_sm100(name, shape):
     for dtype in ("float32", "bfloat16"):
         compile_spec(G.case_spec(name, shape, dtype)[0])

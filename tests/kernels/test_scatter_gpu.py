@@ -1,5 +1,5 @@
 """Scatter-style ops on the GPU (core/kernels/scatter.py): scatter (value / src), scatter_add, scatter_reduce,
-index_add, index_copy, each on three shapes (unaligned ones included, the inverse and the atomic form both) in
+index_add, index_copy, index_put (one integer index tensor), each on three shapes (unaligned ones included, the inverse and the atomic form both) in
 float32/float16/bfloat16, checked against the float64 reference with poisoned outputs. Index tensors are drawn from
 their valid range; where an op keeps one of several writes (scatter, index_copy) they are unique along the scatter
 dim, since PyTorch leaves the winner of duplicate writes unspecified."""
@@ -53,6 +53,19 @@ def _one_hot(shape, dt):
     return f"{_x((n, c), dt)}, torch.randint(0, {c}, ({n}, 1))", {"i": (0, c)}
 
 
+def _index_wrapping(shape, dt):
+    """_index with indices drawn from [-N, N): index_put counts negative ones from the end."""
+    inputs, _ = _index(shape, dt)
+    return inputs, {"i": (-shape[0][0], shape[0][0])}
+
+
+def _cols_index(shape, dt):
+    """self (N, C), a 1-D index of M columns, values (N, M)."""
+    (n, c), m = shape
+    return f"{_x((n, c), dt)}, torch.randint(0, {c}, ({m},)), {_x((n, m), dt)}", {"i": (0, c)}
+
+
+SETITEM = "(lambda y: (y.__setitem__({key}, {val}), y)[1])(x.clone())"  # `y = x.clone(); y[key] = val` as one expression
 # name → (forward expression, args, builder: (shape, dtype suffix) → (inputs, int ranges), shapes, unique dim)
 VARIANTS = {
     "label_smoothing": ("torch.zeros_like(x).scatter_(1, i, 1.0) * 0.9 + 0.1 / x.shape[-1]", "x, i", _one_hot,
@@ -77,6 +90,13 @@ VARIANTS = {
                             [((6, 11), 9), ((300, 257), 16), ((1, 2), 3)], None),
     "scatter_reduce_prod": ("x.scatter_reduce(0, i, s, 'prod', include_self=False)", "x, i, s", _cols,
                             [((7, 5), 3), ((64, 300), 12), ((1, 1), 2)], None),
+    # index_put: y[i] = s (unique rows), y[i] += s with negative indices, y[:, i] = s
+    "index_put_rows": ("x.index_put((i,), s)", "x, i, s", _index, [((9, 13), 4), ((5000, 130), 4999), ((1, 2), 1)],
+                       0),
+    "index_put_accumulate_wrapping": ("x.index_put((i,), s, accumulate=True) * 2", "x, i, s", _index_wrapping,
+                                      [((9, 13), 4), ((10000, 128), 100000), ((3, 5), 40)], None),
+    "index_put_cols": (SETITEM.format(key="(slice(None), i)", val="s"), "x, i, s", _cols_index,
+                       [((13, 9), 4), ((130, 5000), 4999), ((2, 1), 1)], 1),
 }
 CORE = {"label_smoothing", "scatter_add_cols", "index_add"}
 CASES = gpu_cases({name: v[3] for name, v in VARIANTS.items()}, CORE)
