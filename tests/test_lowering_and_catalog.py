@@ -115,13 +115,8 @@ def test_cdist_p2_lowers_to_row_norms_and_one_matmul(tmp_path, p, batched):
 def test_einsum_of_many_operands_lowers_to_a_chain_of_matmuls(tmp_path, eq, shapes, kernels):
     """An einsum of three or more operands is a left-to-right chain of two-operand einsums (each a matmul kernel,
     none a skeleton), verified against the model and run on the emulator."""
-    import subprocess
-    import sys
-
-    from kernels.cutile_emulator import check_emulated
     from tilestudio.core.analyzer import analyze_graph
     from tilestudio.core.capture_model import capture_file
-    from tilestudio.core.kernels import generate_kernel
 
     names = [f"t{i}" for i in range(len(shapes))]
     path = tmp_path / "es.py"
@@ -135,13 +130,7 @@ def test_einsum_of_many_operands_lowers_to_a_chain_of_matmuls(tmp_path, eq, shap
     """))
     dec = analyze_graph(capture_file(str(path)), "es.py")
     assert [k.operations for k in dec.kernels] == [["einsum"]] * kernels
-    for spec in dec.kernels:
-        source = generate_kernel(spec)
-        assert not source.skeleton, source.notes
-        assert check_emulated(spec, source).ok
-    r = subprocess.run([sys.executable, "-m", "tilestudio", "analyze", str(path), "--verify"], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0 and "verify: PASS" in r.stderr, r.stderr[-2000:]
+    _generated_emulated_and_verified(path, dec)
 
 
 def test_multihead_attention_decomposes_into_matmul_and_softmax():
@@ -201,13 +190,9 @@ def test_parent_side_analysis_never_imports_torch(analyses):
 def test_index_put_with_a_boolean_mask_lowers_to_where(tmp_path, body, ops):
     """x[mask] = v / x.index_put_((mask,), v, accumulate=True) with values broadcast over the dims after the mask's is elementwise: where
     (+ add), fused with its neighbours, verified against the model and run on the emulator."""
-    import subprocess
-    import sys
 
-    from kernels.cutile_emulator import check_emulated
     from tilestudio.core.analyzer import analyze_graph
     from tilestudio.core.capture_model import capture_file
-    from tilestudio.core.kernels import generate_kernel
 
     path = tmp_path / "ip.py"
     path.write_text(textwrap.dedent(f"""
@@ -220,13 +205,7 @@ def test_index_put_with_a_boolean_mask_lowers_to_where(tmp_path, body, ops):
     """))
     dec = analyze_graph(capture_file(str(path)), "ip.py")
     assert [k.operations for k in dec.kernels] == ops
-    for spec in dec.kernels:
-        source = generate_kernel(spec)
-        assert not source.skeleton, source.notes
-        assert check_emulated(spec, source).ok
-    r = subprocess.run([sys.executable, "-m", "tilestudio", "analyze", str(path), "--verify"], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0 and "verify: PASS" in r.stderr, r.stderr[-2000:]
+    _generated_emulated_and_verified(path, dec)
 
 
 def test_index_put_forms_that_are_not_generated_stay_explicit(tmp_path):
@@ -253,3 +232,20 @@ def test_index_put_forms_that_are_not_generated_stay_explicit(tmp_path):
     dec = analyze_graph(capture_file(str(path)), "ipu.py")
     bad = [k for k in dec.kernels if "index_put" in k.operations]
     assert len(bad) == 2 and all(generate_kernel(k).skeleton for k in bad), [k.operations for k in dec.kernels]
+
+
+def _generated_emulated_and_verified(path, dec) -> None:
+    """Every kernel generated (no skeleton) and right on the emulator; `analyze --verify` passes on the model."""
+    import subprocess
+    import sys
+
+    from kernels.cutile_emulator import check_emulated
+    from tilestudio.core.kernels import generate_kernel
+
+    for spec in dec.kernels:
+        source = generate_kernel(spec)
+        assert not source.skeleton, source.notes
+        assert check_emulated(spec, source).ok
+    r = subprocess.run([sys.executable, "-m", "tilestudio", "analyze", str(path), "--verify"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and "verify: PASS" in r.stderr, r.stderr[-2000:]
