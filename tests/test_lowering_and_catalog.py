@@ -188,9 +188,8 @@ def test_parent_side_analysis_never_imports_torch(analyses):
     ("y = x.clone(); y.index_put_((r,), v, accumulate=True); return y", [["where", "add"]]),
 ])
 def test_index_put_with_a_boolean_mask_lowers_to_where(tmp_path, body, ops):
-    """x[mask] = v / x.index_put_((mask,), v, accumulate=True) with values broadcast over the dims after the mask's is elementwise: where
-    (+ add), fused with its neighbours, verified against the model and run on the emulator."""
-
+    """x[mask] = v / x.index_put_((mask,), v, accumulate=True) with values broadcast over the dims after the
+    mask's is elementwise: where (+ add), fused with its neighbours, verified against the model and emulated."""
     from tilestudio.core.analyzer import analyze_graph
     from tilestudio.core.capture_model import capture_file
 
