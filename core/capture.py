@@ -191,7 +191,8 @@ def graph_from_export(ep: torch.export.ExportedProgram, model_file: str, model_c
         elif node.op == "output":
             outs = node.args[0]
             spec = ep.call_spec.out_spec
-            output_is_tuple = spec is not None and spec.type in (tuple, list)
+            # (a namedtuple, e.g. torch.return_types.max, counts: it is a tuple)
+            output_is_tuple = spec is not None and isinstance(spec.type, type) and issubclass(spec.type, (tuple, list))
             output = [encode_arg(o) for o in (outs if isinstance(outs, (tuple, list)) else [outs])]
         else:
             raise CaptureError(f"unexpected graph node kind {node.op!r} ({node.name})")

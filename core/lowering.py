@@ -20,6 +20,11 @@
   values broadcast over the dims after the mask's is elementwise: where(mask, values, self) (accumulate: self +
   where(mask, values, 0)), the mask viewed with trailing unit dims. It then fuses like any elementwise op (a masked
   score matrix stays one flash-attention kernel). Integer indices stay index_put (the scatter family's).
+- `aten.kthvalue`, `aten.median` and `aten.nanmedian` (with a dim, or over all elements) become a stable ascending
+  `aten.sort` along the dim (NaN sorts last, ties keep their order) and a pick at one sorted position: k - 1 for
+  kthvalue (a view); for median, the lower middle (n - 1) // 2, or the first NaN (position = the count of numbers)
+  where the line has one, as PyTorch propagates it; for nanmedian the lower middle of the numbers alone, (count -
+  1) // 2. Data-dependent positions are gathered (`aten.gather`), the count a sum of `~isnan`.
 Final values keep the names of the original graph values, so everything downstream (and verify) is unchanged.
 """
 
@@ -32,6 +37,7 @@ from .opgraph import OpGraph, OpNode, SourceLoc, TensorMeta
 _SEQUENCE = {"lstm": ("lstm_recurrence", 4), "gru": ("gru_recurrence", 3), "rnn_tanh": ("rnn_recurrence", 1),
              "rnn_relu": ("rnn_recurrence", 1)}
 _CELLS = {"lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"}
+_ORDER_STATS = {"kthvalue", "median", "nanmedian"}
 
 
 def ref(name: str) -> dict:
@@ -59,7 +65,8 @@ class _Emitter:
 
 def lower(graph: OpGraph) -> OpGraph:
     kinds = {n.op for n in graph.nodes}
-    if not (kinds & (set(_SEQUENCE) | _CELLS | {"glu", "baddbmm", "cdist", "einsum", "index_put", "index_put_"})):
+    if not (kinds & (set(_SEQUENCE) | _CELLS | _ORDER_STATS |
+                     {"glu", "baddbmm", "cdist", "einsum", "index_put", "index_put_"})):
         return graph
     shapes = {i.name: i.meta.shape for i in graph.inputs if i.meta}
     dtypes = {i.name: i.meta.dtype for i in graph.inputs if i.meta}
@@ -95,6 +102,8 @@ def lower(graph: OpGraph) -> OpGraph:
             lowered = _lower_baddbmm(graph, node, shapes, consumers.get(node.name, []))
         elif node.op in ("index_put", "index_put_"):
             lowered = _lower_index_put_mask(graph, node, shapes, dtypes)
+        elif node.op in _ORDER_STATS:
+            lowered = _lower_order_stat(graph, node, shapes, getitems.get(node.name, {}))
         if lowered is None:
             new_nodes.append(node)
             continue
@@ -340,6 +349,82 @@ def _lower_index_put_mask(graph, node, shapes, dtypes) -> list[OpNode] | None:
         em.emit(node.name, "aten.add.Tensor", [x, ref(add)], out)
     else:
         em.emit(node.name, "aten.where.self", [cond, v, x], out)
+    return em.out
+
+
+def _lower_order_stat(graph, node, shapes, items) -> list[OpNode] | None:
+    """kthvalue / median / nanmedian = a stable ascending sort along dim and a pick at one sorted position."""
+    x = node.args[0] if node.args else None
+    if not isinstance(x, dict) or x.get("ref") not in shapes or not node.outputs or node.outputs[0] is None:
+        return None
+    xshape = list(shapes[x["ref"]])
+    whole = node.target.endswith(".default") and node.op != "kthvalue"  # median(x): over all elements
+    em = _Emitter(graph, node)
+    dtype = node.outputs[0].dtype
+    em.dtype = dtype
+    n = node.name
+    if whole:
+        numel = 1
+        for d in xshape:
+            numel *= d
+        x = ref(em.emit(f"{n}_flat", "aten.reshape.default", [x, [numel]], [numel]))
+        xshape, dim, keepdim = [numel], 0, False
+    else:
+        dim = int(node.attrs.get("dim", -1))
+        keepdim = bool(node.attrs.get("keepdim", False))
+    if not xshape:
+        return None
+    dim = dim + len(xshape) if dim < 0 else dim
+    size = xshape[dim]
+    picked = list(xshape)
+    picked[dim] = 1
+    final = picked if keepdim else xshape[:dim] + xshape[dim + 1:]
+    # names of the results: the getitems of a tuple result, or the node itself
+    names = [items.get(0, f"{n}_values"), items.get(1, f"{n}_indices")] if node.tuple_output else [n]
+    sort = f"{n}_sort"
+    em.out.append(OpNode(name=sort, target="aten.sort.stable", args=[x], kwargs={"stable": True, "dim": dim},
+                         attrs={"stable": True, "dim": dim, "descending": False}, tuple_output=True,
+                         outputs=[TensorMeta(shape=xshape, dtype=dtype), TensorMeta(shape=xshape, dtype="int64")],
+                         source=node.source, module_path=node.module_path, module_type=node.module_type))
+    sorted_parts = []
+    for idx, part, dt in ((0, "sorted", dtype), (1, "order", "int64")):
+        name = f"{n}_{part}"
+        em.out.append(OpNode(name=name, target="getitem", args=[ref(sort), idx],
+                             outputs=[TensorMeta(shape=xshape, dtype=dt)], source=node.source,
+                             module_path=node.module_path, module_type=node.module_type))
+        sorted_parts.append(name)
+    if node.op == "kthvalue":
+        k = int(node.attrs.get("k", node.args[1] if len(node.args) > 1 else 1))
+        if not 1 <= k <= size:
+            return None  # PyTorch's own error, from the model's reference run
+        for name, src, dt in zip(names, sorted_parts, (dtype, "int64")):
+            em.dtype = dt
+            if keepdim:
+                em.emit(name, "aten.slice.Tensor", [ref(src), dim, k - 1, k], final,
+                        {"dim": dim, "start": k - 1, "end": k, "step": 1})
+            else:
+                em.emit(name, "aten.select.int", [ref(src), dim, k - 1], final, {"dim": dim, "index": k - 1})
+        return em.out
+    em.dtype = "bool"
+    nan = em.emit(f"{n}_isnan", "aten.isnan.default", [x], xshape)
+    num = em.emit(f"{n}_isnum", "aten.logical_not.default", [ref(nan)], xshape)
+    em.dtype = "int64"
+    count = em.emit(f"{n}_count", "aten.sum.dim_IntList", [ref(num), [dim], True], picked,
+                    {"dim": [dim], "keepdim": True})
+    if node.op == "median":  # the first NaN where there is one (its position: the count), else the lower middle
+        has_nan = em.emit(f"{n}_has_nan", "aten.lt.Scalar", [ref(count), size], picked)
+        em.out[-1].outputs = [TensorMeta(shape=picked, dtype="bool")]
+        pos = em.emit(f"{n}_pos", "aten.where.ScalarOther", [ref(has_nan), ref(count), (size - 1) // 2], picked)
+    else:  # nanmedian: the lower middle of the numbers (position 0 of an all-NaN line: a NaN)
+        less = em.emit(f"{n}_count_m1", "aten.sub.Tensor", [ref(count), 1], picked, {"alpha": 1})
+        half = em.emit(f"{n}_half", "aten.floor_divide.Scalar", [ref(less), 2], picked)
+        pos = em.emit(f"{n}_pos", "aten.clamp_min.default", [ref(half), 0], picked, {"min": 0})
+    for i, (name, src, dt) in enumerate(zip(names, sorted_parts, (dtype, "int64"))):
+        em.dtype = dt
+        target = name if keepdim else f"{name}_kept"
+        em.emit(target, "aten.gather.default", [ref(src), dim, ref(pos)], picked, {"dim": dim})
+        if not keepdim:
+            em.emit(name, "aten.squeeze.dim", [ref(target), dim], final, {"dim": dim})
     return em.out
 
 

@@ -248,3 +248,50 @@ def _generated_emulated_and_verified(path, dec) -> None:
     r = subprocess.run([sys.executable, "-m", "tilestudio", "analyze", str(path), "--verify"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and "verify: PASS" in r.stderr, r.stderr[-2000:]
+
+
+ORDER_STATS = {
+    "median_dim": ("torch.median(x, dim=1)", [["sort"], ["isnan", "logical_not", "sum"], ["lt", "where"], ["gather"],
+                                              ["gather"]]),
+    "median_keepdim_values": ("x.median(dim=-1, keepdim=True).values * 2", None),
+    "median_all": ("x.median()", None),
+    "nanmedian_dim": ("torch.nanmedian(x, 1)", None),
+    "kthvalue": ("torch.kthvalue(x, 5, dim=1)", [["sort"]]),
+    "kthvalue_keepdim_dim0": ("x.kthvalue(2, dim=0, keepdim=True)", [["sort"]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ORDER_STATS))
+def test_order_statistics_lower_to_a_sort_and_a_pick(tmp_path, name, analyses):
+    """kthvalue / median / nanmedian: a stable sort (the topk family) and a pick at one position, verified against
+    the model and the composed file run on the emulator against PyTorch on lines holding NaN (median propagates
+    the first NaN, kthvalue sorts NaN last, nanmedian skips them). (Among equal values PyTorch's pick is
+    unspecified: the sort's is the first.)"""
+    import torch
+
+    from kernels.composed_emulator import run_composed
+    from tilestudio.core.composer import compose_model
+
+    expr, kernels = ORDER_STATS[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(f"""
+        import torch, torch.nn as nn
+        class Model(nn.Module):
+            def forward(s, x):
+                return {expr}
+        def get_inputs():
+            torch.manual_seed(3)
+            x = torch.randn(12, 37)
+            x[::3, 5] = float('nan')
+            x[1, 9] = float('nan')
+            x[4, :8] = float('nan')
+            return [x]
+    """))
+    dec = analyses(path)[1]
+    if kernels is not None:
+        assert [k.operations for k in dec.kernels] == kernels
+    _generated_emulated_and_verified(path, dec)
+    run = run_composed(compose_model(str(path), dec).text, calls=1)
+    for i, (out, ref) in enumerate(zip(run.outputs[0], run.reference)):
+        assert out.shape == ref.shape and out.dtype == ref.dtype
+        torch.testing.assert_close(out, ref, rtol=0, atol=0, equal_nan=True)

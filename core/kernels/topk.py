@@ -12,7 +12,9 @@ largest=False), ties go to the lower index, -inf/+inf are ordinary values (a tak
 duplicates of the sentinel are still selected once each). sorted=False is served sorted (a valid answer: PyTorch
 leaves that order unspecified).
 
-Lines longer than MAX_LINE elements or k above MAX_K are not generated (an explicit skeleton names the limit).
+k above MAX_K (a sort of a line longer than MAX_K, or a large top-k) sorts whole lines with a bitonic network
+instead (sort_bitonic.py), up to sort_bitonic.MAX_SORT_LINE elements; longer lines are not generated (an explicit
+skeleton names the limit).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from __future__ import annotations
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
 from .indexing import array_param, module, out_param, ret_outputs, tuple_items, wrapper_head
+from .sort_bitonic import MAX_SORT_LINE
+from .sort_bitonic import kernel_lines as bitonic_lines
+from .sort_bitonic import line_kernel_head
 
 MAX_LINE = 8192  # elements of one line kept in one tile
 MAX_K = 128
@@ -49,9 +54,9 @@ def _plan(spec: KernelSpec):
         largest = bool(rec.attrs.get("largest", True))
     else:  # a sort is the top-n in order (stable: ties keep their order, as stable=True asks)
         k, largest = n, bool(rec.attrs.get("descending", False))
-    if n > MAX_LINE or k > MAX_K:
-        raise Unsupported(f"{what} with k = {k} over lines of {n} elements (generated up to k = {MAX_K} "
-                          f"over {MAX_LINE}: one selection round per output element)")
+    if (k <= MAX_K and n > MAX_LINE) or (k > MAX_K and n > MAX_SORT_LINE):
+        raise Unsupported(f"{what} with k = {k} over lines of {n} elements (generated: k up to {MAX_K} over "
+                          f"{MAX_LINE} by selection, any k over lines up to {MAX_SORT_LINE} by a bitonic sort)")
     if k < 1:
         raise Unsupported(f"{what} with k = 0")
     return rec, x, shape, dim, k, largest
@@ -107,27 +112,28 @@ def generate(spec: KernelSpec) -> KernelSource:
     for i, s in enumerate(shape):
         if i != dim:
             rows *= s
-    BN = pow2_at_least(n)
-    BK = pow2_at_least(k)
-    BM = max(1, min(TILE_ELEMS // BN, pow2_at_least(rows)))
     items = tuple_items(spec)
     kinds = []
     for o in spec.outputs:
         item = items.get(o.name)
         kinds.append(item[1] if item else (1 if o.dtype == "int64" else 0))
     kid = spec.id
-    xp = array_param(x)
-    params = [xp] + [out_param(o) for o in spec.outputs]
-    kern = ["@ct.kernel",
-            f"def {kid}_kernel({', '.join(params)}, BM: ct.Constant[int], BN: ct.Constant[int], "
-            "BK: ct.Constant[int]):",
-            f'{I}"""{rec.op}: top-{k} {"largest" if largest else "smallest"} of lines of {n} ({BM} lines per '
-            'block)"""',
-            f"{I}pid = ct.bid(0)",
-            f"{I}t = ct.load({xp}, index=(pid, 0), shape=(BM, BN), padding_mode=ct.PaddingMode.ZERO)"
-            ".astype(ct.float32)",
-            f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))",
-            f"{I}ks = ct.broadcast_to(ct.arange(BK, dtype=ct.int32)[None, :], (BM, BK))"]
+    if k > MAX_K:
+        kern, BM, BN, BK = bitonic_lines(kid, spec, x, rec.op, k, n, largest, rows, kinds, _packed_keys)
+        how = f"a bitonic sort of {BN}"
+    else:
+        kern, BM, BN, BK = _selection_lines(kid, spec, x, rec.op, k, n, largest, rows, kinds)
+        how = f"{k} selection rounds"
+    return _module(spec, rec, x, shape, dim, k, largest, rows, kern, BM, BN, BK, how)
+
+
+def _selection_lines(kid, spec, x, op, k, n, largest, rows, kinds) -> tuple[list[str], int, int, int]:
+    BN = pow2_at_least(n)
+    BK = pow2_at_least(k)
+    BM = max(1, min(TILE_ELEMS // BN, pow2_at_least(rows)))
+    kern = line_kernel_head(kid, spec, x, f'{op}: top-{k} {"largest" if largest else "smallest"} of lines of {n} '
+                            f'({BM} lines per block)')
+    kern += [f"{I}ks = ct.broadcast_to(ct.arange(BK, dtype=ct.int32)[None, :], (BM, BK))"]
     packed = bool(TUNING["packed_keys"])
     kern += _packed_keys(largest, n) if packed else [f"{I}taken = cols >= {n}  # the tile's padding columns",
                                                       f"{I}isnan = t != t"]
@@ -142,7 +148,13 @@ def generate(spec: KernelSpec) -> KernelSource:
     for o, kind in zip(spec.outputs, kinds):
         tile = "top_val" if kind == 0 else "top_col"
         kern.append(f"{I}ct.store({out_param(o)}, index=(pid, 0), tile={tile}.astype({out_param(o)}.dtype))")
+    return kern, BM, BN, BK
 
+
+def _module(spec, rec, x, shape, dim, k, largest, rows, kern, BM, BN, BK, how) -> KernelSource:
+    kid = spec.id
+    xp = array_param(x)
+    n = shape[dim]
     w: list[str] = []
     device = wrapper_head(spec, w)
     last = dim == len(shape) - 1
@@ -166,5 +178,5 @@ def generate(spec: KernelSpec) -> KernelSource:
     w.append(ret_outputs(spec))
     wrapper = "\n".join(w)
     note = (f"{rec.op} k={k} {'largest' if largest else 'smallest'} along dim {dim} of {shape}: {rows} lines of {n} "
-            f"in ({BM}, {BN}) tiles, {k} selection rounds")
+            f"in ({BM}, {BN}) tiles, {how}")
     return module(spec, ["\n".join(kern)], wrapper, [f"{kid}_kernel"], [note])

@@ -1,6 +1,7 @@
 """Top-k family on the CPU: the analyzer gives topk its own kernel (no skeleton), every variant of the GPU file
 compiles for sm_90 and sm_100 and matches its float64 reference on the emulator (smallest shape, three dtypes),
-and NaN/infinity/duplicate rows give PyTorch's values, each position selected once."""
+and NaN/infinity/duplicate rows give PyTorch's values, each position selected once, by selection and by the
+bitonic sort alike."""
 
 from __future__ import annotations
 
@@ -37,21 +38,24 @@ def test_gpu_topk_strided_cases_pass_on_the_emulator(monkeypatch):
         test_topk_gpu.test_topk_kernel_strided_inputs(name, shape, dtype)
 
 
-@pytest.mark.parametrize("name", ["router_k2", "smallest_dim0", "values_scaled", "indices_only"])
+@pytest.mark.parametrize("name", ["router_k2", "smallest_dim0", "values_scaled", "indices_only", "sort_long",
+                                  "topk_k256"])
 def test_topk_compiles_for_sm90_and_sm100(name):
     shape = test_topk_gpu.VARIANTS[name][1][1]
     compile_spec(test_topk_gpu.topk_spec(name, shape, "bfloat16"))
 
 
-@pytest.mark.parametrize("packed", [True, False], ids=["packed_keys", "four_reductions"])
+@pytest.mark.parametrize("packed", [True, False, "bitonic"], ids=["packed_keys", "four_reductions", "bitonic"])
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_special_values_on_the_emulator(largest, packed, monkeypatch):
     from tilestudio.core.kernels import generate_kernel, topk
 
-    monkeypatch.setitem(topk.TUNING, "packed_keys", packed)
+    if packed == "bitonic":  # the whole-line sort that k above MAX_K takes
+        monkeypatch.setattr(topk, "MAX_K", 2)
+    monkeypatch.setitem(topk.TUNING, "packed_keys", bool(packed))
     spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), "[torch.randn(4, 9)]", "topk")
     source = generate_kernel(spec)
-    assert not source.skeleton
+    assert not source.skeleton and (packed != "bitonic") == ("ct.cat(" not in source.code)
     x = special_rows()
     with emulation():
         got_v, got_i = load_emulated(source)[source.launch_name](x)
@@ -73,8 +77,8 @@ def test_topk_indices_check_is_tie_aware_and_catches_wrong_picks():
     assert not topk_indices_agree(spec, [x], torch.tensor([[1, 2], [3, 1]]), want)  # a smaller value
 
 
-@pytest.mark.parametrize("expr,n", [("torch.topk(x, 4)", 20000), ("torch.sort(x)", 200),
-                                    ("torch.argsort(x, descending=True)", 129)])
+@pytest.mark.parametrize("expr,n", [("torch.topk(x, 4)", 20000), ("torch.sort(x)", 5000),
+                                    ("torch.argsort(x, descending=True)", 4097), ("torch.topk(x, 200)", 8000)])
 def test_topk_and_sort_beyond_the_limits_are_explicit_skeletons(expr, n):
     from tilestudio.core.kernels import generate_kernel
 

@@ -22,6 +22,11 @@ VARIANTS = {
     "k_all": ("torch.topk(x, 16)", [(3, 16), (513, 16), (2, 16)]),
     "sort_descending": ("torch.sort(x, dim=-1, descending=True)", [(3, 5), (1000, 100), (64, 128)]),
     "argsort_dim0": ("torch.argsort(x, dim=0)", [(7, 3), (50, 200), (128, 9)]),
+    # beyond topk.MAX_K: whole lines sorted by a bitonic network (sort_bitonic.py)
+    "sort_long": ("torch.sort(x, dim=-1)", [(3, 200), (256, 1000), (16, 4096)]),
+    "argsort_long_descending_dim1": ("torch.argsort(x, dim=1, descending=True)", [(2, 129, 3), (64, 513),
+                                                                                   (8, 2048)]),
+    "topk_k256": ("torch.topk(x, 256)", [(5, 300), (128, 4096), (1, 257)]),
 }
 CORE = {"router_k2", "k8", "smallest_dim0"}
 CASES = gpu_cases({name: v[1] for name, v in VARIANTS.items()}, CORE)

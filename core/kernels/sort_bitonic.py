@@ -1,0 +1,87 @@
+"""Whole-line sorts for the topk family: `torch.sort` / `argsort` of lines longer than the selection kernel takes,
+and `torch.topk` with k above topk.MAX_K (the line sorted, its first k kept).
+
+Each block holds BM lines of BN elements (the line length rounded up to a power of two) as the packed int64 keys
+of topk.py (the value's order-preserving image in the high word, BN - 1 - column in the low one: unique keys, so
+sorting them descending gives PyTorch's order, ties at the lower index first, NaN first for largest=True and last
+otherwise) and sorts them with a bitonic network, log2(BN) (log2(BN) + 1) / 2 compare-exchange stages over the
+whole tile. A stage of block size k and stride j views the tile as (BM, BN / 2j, 2, j): `ct.extract` takes the two
+halves, maximum/minimum exchange them (descending where the group's bit k is clear), `ct.cat` puts them back.
+Padding columns hold the smallest key and sort to the end; stores past the line are dropped by the bounds check.
+"""
+
+from __future__ import annotations
+
+from .base import pow2_at_least
+from .indexing import array_param, out_param
+
+MAX_SORT_LINE = 4096  # elements of one line sorted in one tile
+SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
+I = "    "
+
+
+def stages(bn: int) -> list[tuple[int, int]]:
+    """(block size k, stride j) of every compare-exchange stage of a bitonic sort of `bn` (a power of two)."""
+    out = []
+    k = 2
+    while k <= bn:
+        j = k // 2
+        while j >= 1:
+            out.append((k, j))
+            j //= 2
+        k *= 2
+    return out
+
+
+def tile_shape(rows: int, n: int) -> tuple[int, int]:
+    bn = pow2_at_least(n, 2)
+    return max(1, min(SORT_TILE_ELEMS // bn, pow2_at_least(rows))), bn
+
+
+def line_kernel_head(kid: str, spec, x, doc: str) -> list[str]:
+    """The start of a topk-family kernel: signature (x, outputs, BM, BN, BK), a docstring, the block's (BM, BN)
+    tile `t` of lines in float32 and its column indices `cols`."""
+    xp = array_param(x)
+    params = [xp] + [out_param(o) for o in spec.outputs]
+    return ["@ct.kernel",
+            f"def {kid}_kernel({', '.join(params)}, BM: ct.Constant[int], BN: ct.Constant[int], "
+            "BK: ct.Constant[int]):",
+            f'{I}"""{doc}"""',
+            f"{I}pid = ct.bid(0)",
+            f"{I}t = ct.load({xp}, index=(pid, 0), shape=(BM, BN), padding_mode=ct.PaddingMode.ZERO)"
+            ".astype(ct.float32)",
+            f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))"]
+
+
+def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows: int, kinds: list[int],
+                 packed_keys) -> tuple[list[str], int, int, int]:
+    """The sort kernel's lines and its (BM, BN, BK) tile constants."""
+    BM, BN = tile_shape(rows, n)
+    BK = pow2_at_least(k)
+    L = line_kernel_head(kid, spec, x, f'{op}: lines of {n} sorted {"descending" if largest else "ascending"} '
+                         f'by a bitonic network ({BM} lines per block), the first {k} stored')
+    L += packed_keys(largest, n)
+    for size, j in stages(BN):
+        g = BN // (2 * j)
+        L += [f"{I}v = ct.reshape(keys, (BM, {g}, 2, {j}))",
+              f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=(BM, {g}, 1, {j}))",
+              f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=(BM, {g}, 1, {j}))",
+              f"{I}hi = ct.maximum(a, b)",
+              f"{I}lo = ct.minimum(a, b)"]
+        if size == BN:  # the last merge: the whole line descending
+            L.append(f"{I}keys = ct.reshape(ct.cat((hi, lo), 2), (BM, BN))")
+        else:
+            L += [f"{I}down = ct.reshape(((ct.arange({g}, dtype=ct.int32) * {2 * j}) & {size}) == 0, (1, {g}, 1, 1))",
+                  f"{I}keys = ct.reshape(ct.cat((ct.where(down, hi, lo), ct.where(down, lo, hi)), 2), (BM, BN))"]
+    nan_rank = "2147483647" if largest else "-2147483648"
+    okey = "rank" if largest else "~rank"
+    L += [f"{I}top = ct.extract(keys, index=(0, 0), shape=(BM, BK))" if BK < BN else f"{I}top = keys",
+          f"{I}rank = (top >> 32).astype(ct.int32)",
+          f"{I}okey = {okey}",
+          f"{I}bits = ct.where(okey < 0, okey ^ 2147483647, okey)",
+          f"{I}top_val = ct.where(rank == {nan_rank}, math.nan, ct.bitcast(bits, ct.float32))",
+          f"{I}top_col = BN - 1 - (top & 4294967295).astype(ct.int32)"]
+    for o, kind in zip(spec.outputs, kinds):
+        tile = "top_val" if kind == 0 else "top_col"
+        L.append(f"{I}ct.store({out_param(o)}, index=(pid, 0), tile={tile}.astype({out_param(o)}.dtype))")
+    return L, BM, BN, BK
