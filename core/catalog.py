@@ -41,11 +41,12 @@ _UNARY = """relu relu6 leaky_relu elu selu celu gelu silu mish softplus hardtanh
 log_sigmoid softshrink hardshrink threshold rrelu abs neg exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal
 sin cos tan asin acos atan sinh cosh asinh acosh atanh erf erfc erfinv sign sgn floor ceil round trunc frac square
 logical_not bitwise_not isnan isinf isfinite nan_to_num clamp clamp_min clamp_max _to_copy to type_as positive
-logit signbit tril triu fill zero""".split()
+logit signbit tril triu fill zero lgamma digamma special_digamma special_psi i0 special_i0 special_erfcx
+special_ndtri""".split()
 _BINARY = """add sub rsub mul div true_divide floor_divide remainder fmod pow maximum minimum fmax fmin atan2 eq ne lt le
 gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor hypot copysign xlogy prelu logaddexp
-logaddexp2 heaviside
-masked_fill __and__ __or__ __xor__""".split()
+logaddexp2 heaviside bitwise_left_shift bitwise_right_shift
+masked_fill __and__ __or__ __xor__ __lshift__ __rshift__""".split()
 _TERNARY = "where addcmul addcdiv lerp".split()
 _MATMUL = "linear matmul mm bmm addmm baddbmm addbmm einsum mv addmv dot vdot outer bilinear".split()
 _CONV = """conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d convolution _convolution

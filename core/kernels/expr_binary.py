@@ -165,6 +165,9 @@ class BinaryOps(MathExpansions):
     op_bitwise_and = _bitwise("&")
     op_bitwise_or = _bitwise("|")
     op_bitwise_xor = _bitwise("^")
+    # shifts of integer values (emulated on int32, as the other integer ops)
+    op_bitwise_left_shift = op___lshift__ = _bitwise("<<")
+    op_bitwise_right_shift = op___rshift__ = _bitwise(">>")
     # Python operators on tensors (`a & b`) export as aten.__and__ etc.
     op___and__ = op_bitwise_and
     op___or__ = op_bitwise_or

@@ -11,11 +11,12 @@ from __future__ import annotations
 from .base import Unsupported
 from .expr_args import FINFO_MAX, INT_DTYPES, LOW_FLOATS, float_literal, is_given
 from .expr_emitter import COL_INDEX, ROW_INDEX, expanded, is_bool_var, on_self
-from .expr_math import MathExpansions, clamp_expr
+from .expr_math import clamp_expr
+from .expr_special import SpecialFunctions
 from .indexing import is_ref
 
 
-class UnaryOps(MathExpansions):
+class UnaryOps(SpecialFunctions):
     op_abs = on_self("ct.abs({x})")
     op_neg = on_self("-{x}")
     op_positive = on_self("{x}")
@@ -43,6 +44,11 @@ class UnaryOps(MathExpansions):
     op_erf = expanded("erf")
     op_erfc = expanded("erfc")
     op_erfinv = expanded("erfinv")
+    op_lgamma = expanded("lgamma")
+    op_digamma = op_special_digamma = op_special_psi = expanded("digamma")
+    op_i0 = op_special_i0 = expanded("i0")
+    op_special_erfcx = expanded("erfcx")
+    op_special_ndtri = expanded("ndtri")
     op_sign = op_sgn = on_self("ct.where({x} > 0.0, 1.0, ct.where({x} < 0.0, -1.0, {x} * 0.0))")
     op_floor = on_self("ct.floor({x})")
     op_ceil = on_self("ct.ceil({x})")

@@ -109,6 +109,12 @@ class Model(nn.Module):
         y.index_put_((r,), torch.tensor(2.0), accumulate=True)
         return y * 1.5
 '''
+SPECIAL = '''
+class Model(nn.Module):
+    def forward(self, x):
+        return (torch.lgamma(x) + 0.5 * torch.digamma(x) + torch.special.i0(x * 0.3)
+                + torch.special.erfcx(x) + torch.special.ndtri(x * 0.09))
+'''
 TRIL = '''
 class Model(nn.Module):
     def forward(self, x):

@@ -8,7 +8,7 @@ import pytest
 from .helpers import case_ids, decompose_source
 from .helpers_elementwise import (ACTIVATIONS_A, ACTIVATIONS_B, BROADCAST_NCHW, CHAIN_1D, CLAMP_TENSOR, COMPARE,
                                   HALF_MODULE, INT_MASK, LEADING_BROADCAST, MASKED_FILL, MATH, OUTER, ROTARY,
-                                  ROW_COL, SCALARS, SETITEM_MASK, TRIL, WHERE, elementwise_specs, multi_output_spec,
+                                  ROW_COL, SCALARS, SETITEM_MASK, SPECIAL, TRIL, WHERE, elementwise_specs, multi_output_spec,
                                   scalar_input_spec)
 
 pytestmark = pytest.mark.gpu
@@ -53,6 +53,9 @@ VARIANTS = {
     "int_ids_mask": (lambda s, d: INT_MASK, lambda s, d: f"[torch.randint(0, 5, {tuple(s)!r}), {_r(s, d)}]",
                      [(3, 21), (1000003,), (64, 2048)]),
     "tril_triu": (lambda s, d: TRIL, _one, [(3, 19, 23), (1, 1000, 1003), (8, 256, 256)]),
+    # expr_special: arguments in (0.1, 10.1), away from the poles
+    "special_functions": (lambda s, d: SPECIAL, lambda s, d: f"[(torch.rand{tuple(s)!r} * 10 + 0.1).to(torch.{d})]",
+                          [(5, 77), (300007,), (32, 1024, 96)]),
     "setitem_mask": (lambda s, d: SETITEM_MASK,
                      lambda s, d: f"[{_r(s, d)}, torch.rand{s[1:]!r} > 0.7, torch.rand({s[0]}) > 0.5]",
                      [(3, 19, 23), (16, 128, 1000), (1, 1, 1)]),
