@@ -13,7 +13,9 @@
   matmul with a scale and an additive mask and makes the attention one flash kernel. Other baddbmms stay: the
   matmul family takes their bias itself.
 - `aten.cdist` with p = 2 becomes PyTorch's own matrix form, sqrt(clamp_min(|x1|^2 + |x2|^2 - 2 x1 @ x2^T, 0)):
-  row sums of squares and one matmul whose epilogue adds them, clamps and takes the root, on tensor cores.
+  row sums of squares and one matmul whose epilogue adds them, clamps and takes the root, on tensor cores. Other
+  p > 0: the broadcast difference reduced over the features (sum of |d| for p = 1, amax for inf, (sum
+  |d|^p)^(1/p)), one reduction kernel with the difference as its prologue.
 - `aten.einsum` of three or more operands becomes a chain of two-operand einsums, left to right, each keeping the
   subscripts a later operand or the output still needs (the forms the matmul family takes).
 - `aten.index_put` with one boolean mask (`h[h < -1] = -1`, `scores[:, causal] = -inf`, `x[mask] += v`) whose
@@ -30,6 +32,7 @@ Final values keep the names of the original graph values, so everything downstre
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .opgraph import OpGraph, OpNode, SourceLoc, TensorMeta
@@ -290,12 +293,14 @@ def _lower_cdist(graph, node, shapes) -> list[OpNode] | None:
     """cdist(x1, x2, p=2) = sqrt(clamp_min(sum(x1^2, -1, keepdim) + sum(x2^2, -1)[..., None, :] - 2 x1 @ x2^T, 0))."""
     x1, x2 = node.args[:2]
     p = node.attrs.get("p", 2.0)
-    if p != 2 or node.meta is None or not all(isinstance(a, dict) and a.get("ref") in shapes for a in (x1, x2)):
+    if node.meta is None or not all(isinstance(a, dict) and a.get("ref") in shapes for a in (x1, x2)):
         return None
     s1, s2 = list(shapes[x1["ref"]]), list(shapes[x2["ref"]])
     out = list(node.meta.shape)
     if len(s1) < 2 or len(s2) < 2 or s1[:-2] != s2[:-2] or s1[-1] != s2[-1]:
         return None  # batch broadcasting between x1 and x2 is left to the unsupported-op path
+    if p != 2:
+        return _lower_cdist_p(graph, node, x1, x2, s1, s2, out, p)
     em = _Emitter(graph, node)
     em.dtype = node.meta.dtype
     n = node.name
@@ -432,6 +437,32 @@ def _broadcast(a: list[int], b: list[int]) -> list[int]:
     n = max(len(a), len(b))
     a, b = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
     return [max(p, q) for p, q in zip(a, b)]
+
+
+def _lower_cdist_p(graph, node, x1, x2, s1, s2, out, p) -> list[OpNode] | None:
+    """cdist with p != 2: |x1[..., i, None, :] - x2[..., None, j, :]| reduced over the features (the difference is
+    the reduction kernel's prologue, never stored): sum for p = 1, amax for p = inf, (sum |d|^p)^(1/p) otherwise."""
+    if isinstance(p, dict) and p.get("float") == "inf":
+        p = math.inf
+    if not isinstance(p, (int, float)) or isinstance(p, bool) or p <= 0:
+        return None  # (p = 0, the count of nonzero differences, stays an unsupported op)
+    em = _Emitter(graph, node)
+    em.dtype = node.meta.dtype
+    n = node.name
+    a = em.emit(f"{n}_x1_rows", "aten.unsqueeze.default", [x1, -2], s1[:-1] + [1, s1[-1]], {"dim": -2})
+    b = em.emit(f"{n}_x2_rows", "aten.unsqueeze.default", [x2, -3], s2[:-2] + [1] + s2[-2:], {"dim": -3})
+    pair = out + [s1[-1]]
+    d = em.emit(f"{n}_diff", "aten.sub.Tensor", [ref(a), ref(b)], pair, {"alpha": 1})
+    ad = em.emit(f"{n}_absdiff", "aten.abs.default", [ref(d)], pair)
+    if p == math.inf:
+        em.emit(n, "aten.amax.default", [ref(ad), [-1], False], out, {"dim": [-1], "keepdim": False})
+    elif p == 1:
+        em.emit(n, "aten.sum.dim_IntList", [ref(ad), [-1], False], out, {"dim": [-1], "keepdim": False})
+    else:
+        pw = em.emit(f"{n}_pow", "aten.pow.Tensor_Scalar", [ref(ad), float(p)], pair, {"exponent": float(p)})
+        sm = em.emit(f"{n}_sum", "aten.sum.dim_IntList", [ref(pw), [-1], False], out, {"dim": [-1], "keepdim": False})
+        em.emit(n, "aten.pow.Tensor_Scalar", [ref(sm), 1.0 / float(p)], out, {"exponent": 1.0 / float(p)})
+    return em.out
 
 
 def _lower_einsum_chain(graph, node, shapes) -> list[OpNode] | None:
