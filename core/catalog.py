@@ -66,7 +66,7 @@ reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d scatter sc
 one_hot pixel_shuffle pixel_unshuffle upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact1d
 _upsample_nearest_exact2d _upsample_nearest_exact3d upsample_linear1d upsample_bilinear2d upsample_trilinear3d
 upsample_bicubic2d grid_sampler grid_sampler_2d channel_shuffle native_channel_shuffle im2col col2im diff cross linalg_cross diagonal
-diag_embed tile repeat_interleave""".split()
+diag_embed tile repeat_interleave bucketize searchsorted""".split()
 _LOSS = """mse_loss l1_loss smooth_l1_loss huber_loss cross_entropy_loss nll_loss nll_loss_nd nll_loss2d kl_div
 hinge_embedding_loss cosine_similarity triplet_margin_loss binary_cross_entropy binary_cross_entropy_with_logits
 margin_ranking_loss cosine_embedding_loss soft_margin_loss multilabel_margin_loss pairwise_distance cdist

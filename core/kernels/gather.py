@@ -25,7 +25,7 @@ import struct
 from typing import Any
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
-from . import gather_rearrange, gather_resample, gather_words, scatter
+from . import gather_rearrange, gather_resample, gather_search, gather_words, scatter
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
@@ -386,7 +386,7 @@ _OPS = {
     "replication_pad2d": _pad, "replication_pad3d": _pad, "one_hot": _one_hot, "pixel_shuffle": _pixel_shuffle,
     "pixel_unshuffle": _pixel_unshuffle,
     "repeat_interleave": _repeat_interleave, "diagonal": _diagonal, "diag_embed": _diag_embed,
-    **gather_resample.OPS, **gather_rearrange.OPS,
+    **gather_resample.OPS, **gather_rearrange.OPS, **gather_search.OPS,
 }
 
 
