@@ -22,6 +22,11 @@
   values broadcast over the dims after the mask's is elementwise: where(mask, values, self) (accumulate: self +
   where(mask, values, 0)), the mask viewed with trailing unit dims. It then fuses like any elementwise op (a masked
   score matrix stays one flash-attention kernel). Integer indices stay index_put (the scatter family's).
+- `aten.embedding_bag` (nn.EmbeddingBag; sum or mean, optional per-sample weights, 1-D indices with offsets or
+  2-D bags) becomes each index's bag (`bucketize(arange(N), offsets, right=True) - 1`), the embedding rows (times
+  the weights), an `index_add` of the rows into their bags (the scatter family) and, for mean, a division by the
+  bag sizes (offset differences, empty bags divided by 1, giving 0 as PyTorch). mode max, padding_idx and uses
+  of the auxiliary results (offset2bag, bag sizes) keep the op (an unsupported spec).
 - `aten.kthvalue`, `aten.median` and `aten.nanmedian` (with a dim, or over all elements) become a stable ascending
   `aten.sort` along the dim (NaN sorts last, ties keep their order) and a pick at one sorted position: k - 1 for
   kthvalue (a view); for median, the lower middle (n - 1) // 2, or the first NaN (position = the count of numbers)
@@ -41,6 +46,8 @@ _SEQUENCE = {"lstm": ("lstm_recurrence", 4), "gru": ("gru_recurrence", 3), "rnn_
              "rnn_relu": ("rnn_recurrence", 1)}
 _CELLS = {"lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"}
 _ORDER_STATS = {"kthvalue", "median", "nanmedian"}
+_BAG_ARGS = ("weight", "indices", "offsets", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights",
+             "include_last_offset", "padding_idx")
 
 
 def ref(name: str) -> dict:
@@ -68,7 +75,7 @@ class _Emitter:
 
 def lower(graph: OpGraph) -> OpGraph:
     kinds = {n.op for n in graph.nodes}
-    if not (kinds & (set(_SEQUENCE) | _CELLS | _ORDER_STATS |
+    if not (kinds & (set(_SEQUENCE) | _CELLS | _ORDER_STATS | {"embedding_bag"} |
                      {"glu", "baddbmm", "cdist", "einsum", "index_put", "index_put_"})):
         return graph
     shapes = {i.name: i.meta.shape for i in graph.inputs if i.meta}
@@ -105,6 +112,8 @@ def lower(graph: OpGraph) -> OpGraph:
             lowered = _lower_baddbmm(graph, node, shapes, consumers.get(node.name, []))
         elif node.op in ("index_put", "index_put_"):
             lowered = _lower_index_put_mask(graph, node, shapes, dtypes)
+        elif node.op == "embedding_bag":
+            lowered = _lower_embedding_bag(graph, node, shapes, getitems.get(node.name, {}), consumers)
         elif node.op in _ORDER_STATS:
             lowered = _lower_order_stat(graph, node, shapes, getitems.get(node.name, {}))
         if lowered is None:
@@ -354,6 +363,72 @@ def _lower_index_put_mask(graph, node, shapes, dtypes) -> list[OpNode] | None:
         em.emit(node.name, "aten.add.Tensor", [x, ref(add)], out)
     else:
         em.emit(node.name, "aten.where.self", [cond, v, x], out)
+    return em.out
+
+
+def _lower_embedding_bag(graph, node, shapes, items, consumers) -> list[OpNode] | None:
+    """embedding_bag = index_add(zeros(B, D), 0, bucketize(arange(N), offsets, right) - 1, weight[indices] * w)
+    (/ bag sizes for mean)."""
+    a = dict(zip(_BAG_ARGS, node.args))
+    weight, indices, offsets, w = a.get("weight"), a.get("indices"), a.get("offsets"), a.get("per_sample_weights")
+    mode, last, pad = a.get("mode", 0), bool(a.get("include_last_offset", False)), a.get("padding_idx")
+    if mode not in (0, 1) or pad is not None or not all(isinstance(t, dict) and t.get("ref") in shapes
+                                                        for t in (weight, indices, offsets)):
+        return None
+    if any(consumers.get(name) for idx, name in items.items() if idx != 0) or not node.outputs[0]:
+        return None  # offset2bag / bag_size / max_indices are read: the op stays
+    ws, xs, os_ = shapes[weight["ref"]], shapes[indices["ref"]], shapes[offsets["ref"]]
+    if len(ws) != 2 or len(xs) != 1 or len(os_) != 1 or os_[0] < (2 if last else 1):
+        return None
+    (_, D), (N,), (M,) = ws, xs, os_
+    B = M - 1 if last else M
+    dtype = node.outputs[0].dtype
+    em = _Emitter(graph, node)
+    n = node.name
+
+    def alloc(name, target, args, shape, dt):
+        em.out.append(OpNode(name=name, target=target, args=args,
+                             kwargs={"dtype": {"dtype": dt}, "device": {"device": "meta"}, "pin_memory": False},
+                             outputs=[TensorMeta(shape=shape, dtype=dt)], source=node.source,
+                             module_path=node.module_path, module_type=node.module_type))
+        em.shapes[name] = shape
+        return name
+
+    pos = alloc(f"{n}_pos", "aten.arange.default", [N], [N], "int64")
+    em.dtype = "int64"
+    em.out.append(OpNode(name=f"{n}_bag1", target="aten.bucketize.Tensor", args=[ref(pos), offsets],
+                         kwargs={"right": True}, attrs={"out_int32": False, "right": True},
+                         outputs=[TensorMeta(shape=[N], dtype="int64")], source=node.source,
+                         module_path=node.module_path, module_type=node.module_type))
+    bag = em.emit(f"{n}_bag", "aten.sub.Tensor", [ref(f"{n}_bag1"), 1], [N], {"alpha": 1})
+    em.dtype = dtype
+    rows = em.emit(f"{n}_rows", "aten.embedding.default", [weight, indices], [N, D])
+    if isinstance(w, dict) and w.get("ref") in shapes:
+        wc = em.emit(f"{n}_w", "aten.unsqueeze.default", [w, -1], [N, 1], {"dim": -1})
+        rows = em.emit(f"{n}_wrows", "aten.mul.Tensor", [ref(rows), ref(wc)], [N, D])
+    zeros = alloc(f"{n}_zeros", "aten.zeros.default", [[B, D]], [B, D], dtype)
+    out = items.get(0, f"{n}_out")
+    if mode == 0:
+        em.emit(out, "aten.index_add.default", [ref(zeros), 0, ref(bag), ref(rows)], [B, D], {"dim": 0, "alpha": 1})
+        return em.out
+    summed = em.emit(f"{n}_sum", "aten.index_add.default", [ref(zeros), 0, ref(bag), ref(rows)], [B, D],
+                     {"dim": 0, "alpha": 1})
+    em.dtype = "int64"
+    starts = em.emit(f"{n}_starts", "aten.slice.Tensor", [offsets, 0, 0, B], [B],
+                     {"dim": 0, "start": 0, "end": B, "step": 1})
+    if last:
+        ends = em.emit(f"{n}_ends", "aten.slice.Tensor", [offsets, 0, 1, M], [B], {"dim": 0, "start": 1, "end": M,
+                                                                                  "step": 1})
+    else:
+        total = alloc(f"{n}_total", "aten.full.default", [[1], N], [1], "int64")
+        nxt = em.emit(f"{n}_next", "aten.slice.Tensor", [offsets, 0, 1, M], [M - 1],
+                      {"dim": 0, "start": 1, "end": M, "step": 1})
+        ends = em.emit(f"{n}_ends", "aten.cat.default", [[ref(nxt), ref(total)]], [B], {"dim": 0})
+    size = em.emit(f"{n}_size", "aten.sub.Tensor", [ref(ends), ref(starts)], [B], {"alpha": 1})
+    size = em.emit(f"{n}_size1", "aten.clamp_min.default", [ref(size), 1], [B], {"min": 1})
+    size = em.emit(f"{n}_size_col", "aten.unsqueeze.default", [ref(size), -1], [B, 1], {"dim": -1})
+    em.dtype = dtype
+    em.emit(out, "aten.div.Tensor", [ref(summed), ref(size)], [B, D])
     return em.out
 
 

@@ -290,3 +290,49 @@ def test_order_statistics_lower_to_a_sort_and_a_pick(tmp_path, name, analyses):
     for i, (out, ref) in enumerate(zip(run.outputs[0], run.reference)):
         assert out.shape == ref.shape and out.dtype == ref.dtype
         torch.testing.assert_close(out, ref, rtol=0, atol=0, equal_nan=True)
+
+
+def test_embedding_bag_lowers_to_bags_rows_and_an_index_add(tmp_path, analyses):
+    """nn.EmbeddingBag (mean with offsets, sum over 2-D bags, per-sample weights, include_last_offset, an empty
+    bag): bucketize / embedding / index_add kernels, verified against the model and as a whole composed file on
+    the emulator; mode='max' stays an explicit unsupported op."""
+    from kernels.composed_emulator import run_composed
+    from tilestudio.core.composer import compose_model
+    from tilestudio.core.kernels import generate_kernel
+
+    path = tmp_path / "bags.py"
+    path.write_text(textwrap.dedent("""
+        import torch, torch.nn as nn
+        class Model(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.e = nn.EmbeddingBag(50, 8, mode="mean")
+                s.f = nn.EmbeddingBag(50, 8, mode="sum")
+                s.g = nn.EmbeddingBag(50, 8, mode="sum", include_last_offset=True)
+            def forward(s, i, o, j, w):
+                return s.e(i, o), s.f(j), s.f(i, o, per_sample_weights=w), s.g(i, torch.cat([o, o.new_full((1,), 20)]))
+        def get_inputs():
+            return [torch.randint(0, 50, (20,)), torch.tensor([0, 3, 3, 10]), torch.randint(0, 50, (4, 5)),
+                    torch.rand(20)]
+    """))
+    dec = analyses(path)[1]
+    assert "embedding_bag" not in {op for k in dec.kernels for op in k.operations}
+    assert sum("index_add" in k.operations for k in dec.kernels) == 4
+    _generated_emulated_and_verified(path, dec)
+    run = run_composed(compose_model(str(path), dec).text, calls=1)
+    assert run.max_diff(0) < 1e-5
+
+    path = tmp_path / "bag_max.py"
+    path.write_text(textwrap.dedent("""
+        import torch, torch.nn as nn
+        class Model(nn.Module):
+            def __init__(s):
+                super().__init__()
+                s.e = nn.EmbeddingBag(50, 8, mode="max")
+            def forward(s, i, o):
+                return s.e(i, o)
+        def get_inputs():
+            return [torch.randint(0, 50, (20,)), torch.tensor([0, 3, 10])]
+    """))
+    dec = analyses(path)[1]
+    assert [k.operations for k in dec.kernels] == [["embedding_bag"]] and generate_kernel(dec.kernels[0]).skeleton

@@ -15,8 +15,9 @@ constant padding and masked positions are produced). Embedding rows are read wit
 (one sparse token index per output row, a dense slice of the embedding dim). Sources are read through their
 strides (no copies); the output tile is written with one coalesced `ct.store`. Scatter-style writes (scatter,
 scatter_add, scatter_reduce, index_add, index_copy, index_put with one index tensor or boolean mask) are
-scatter.py's. Unsupported (skeletons): embedding_bag, index_put with several index tensors, repeat_interleave with a
-tensor of repeats and boolean-mask selection (data-dependent shapes).
+scatter.py's; bucketize / searchsorted gather_search.py's (embedding_bag sum/mean is lowered to those and
+embedding rows, core/lowering.py). Unsupported (skeletons): embedding_bag max, index_put with several index
+tensors, repeat_interleave with a tensor of repeats and boolean-mask selection (data-dependent shapes).
 """
 
 from __future__ import annotations
