@@ -14,7 +14,7 @@ from .opgraph import OpGraph
 from .usercode import (build_model, error_from_exception, first_line, forward_arg_names, load_module,
                        pick_model_class, user_line)
 
-_META_FAILURES = re.compile(r"meta tensor|on meta|\.item\(\)|Cannot copy out of meta|meta device|data_ptr",
+META_FAILURES = re.compile(r"meta tensor|on meta|\.item\(\)|Cannot copy out of meta|meta device|data_ptr",
                             re.IGNORECASE)
 _DATA_DEPENDENT = re.compile(r"data.dependent|GuardOnDataDependent|Could not guard|DataDependentOutput",
                              re.IGNORECASE)
@@ -29,7 +29,7 @@ def capture_file(path: str, class_name: str | None = None) -> OpGraph:
     except UserError as err:
         # Some models read tensor values in __init__ (.item(), numpy()): a meta build cannot do that, so build on
         # the CPU for real; the memory cap still bounds what that may cost.
-        if not _META_FAILURES.search(err.info.message + (err.info.detail or "")):
+        if not META_FAILURES.search(err.info.message + (err.info.detail or "")):
             raise
         model, inputs = build_model(module, path, cls)
     model.eval()

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .capture_model import META_FAILURES
 from .catalog import base_op, catalog_ops
 from .composer import HEADER_RE
 from .errors import ErrorInfo, UserError
@@ -53,6 +54,12 @@ def _import_composed(path: str):
     return module
 
 
+
+def _build(module, class_name: str):
+    init = module.get_init_inputs() if hasattr(module, "get_init_inputs") else []
+    return getattr(module, class_name)(*init).eval(), list(module.get_inputs())
+
+
 def dry_run(path: str, arch: str = "sm_90") -> dict[str, Any]:
     from .kernels.aot import compile_launch, intercept_launches
 
@@ -65,10 +72,17 @@ def dry_run(path: str, arch: str = "sm_90") -> dict[str, Any]:
                   and isinstance(getattr(module, n), type)), None)
     if entry is None:
         raise UserError(ErrorInfo(kind="missing", file=path, message="no ModelCuTile class in the composed file"))
+    try:
+        with torch.device("meta"):
+            model, inputs = _build(module, class_name)
+    except RuntimeError as exc:
+        # get_inputs or __init__ read tensor values (.item(), int(t.sum())): build on the CPU, then move to meta
+        if not META_FAILURES.search(str(exc)):
+            raise
+        model, inputs = _build(module, class_name)
+        model = model.to("meta")
+        inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
     with torch.device("meta"):
-        init = module.get_init_inputs() if hasattr(module, "get_init_inputs") else []
-        model = getattr(module, class_name)(*init).eval()
-        inputs = list(module.get_inputs())
         cutile = entry(model)
     records = []
     recorder = _Recorder(path)
