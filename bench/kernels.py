@@ -133,6 +133,16 @@ CASES = [
      "[torch.randn(65536, 64)]", "mem", None),
     ("topk", "topk k=8 16384x1024 bf16", "def forward(self, x):\n        return torch.topk(x, 8)",
      "[torch.randn(16384, 1024, dtype=torch.bfloat16)]", "mem", None),
+    # whole-line bitonic sorts (core/kernels/sort_bitonic.py): top-p sampling's sort over a vocabulary slice, a
+    # large top-k
+    ("topk", "sort 4096 per line 8192x4096 fp32", "def forward(self, x):\n        return torch.sort(x, dim=-1, descending=True)",
+     "[torch.randn(8192, 4096)]", "mem", None),
+    ("topk", "topk k=256 16384x2048 bf16", "def forward(self, x):\n        return torch.topk(x, 256)",
+     "[torch.randn(16384, 2048, dtype=torch.bfloat16)]", "mem", None),
+    ("gather", "bucketize 64M fp32 into 1023 boundaries", "def forward(self, x, b):\n        return torch.bucketize(x, b)",
+     "[torch.randn(1 << 26), torch.randn(1023).sort()[0]]", "mem", None),
+    ("elementwise", "lgamma+digamma fp32 64M", "def forward(self, x):\n        return torch.lgamma(x) + torch.digamma(x)",
+     "[torch.rand(1 << 26) * 10 + 0.1]", "mem", None),
     ("loss", "mse_loss mean 8192x8192 fp32", "def forward(self, x, y):\n        return F.mse_loss(x, y)",
      "[torch.randn(8192, 8192), torch.randn(8192, 8192)]", "mem", None),
     ("loss", "cross_entropy 4096x65536 bf16", "def forward(self, x, t):\n        return F.cross_entropy(x, t)",
