@@ -70,3 +70,33 @@ def test_integer_shifts():
         with emulation():
             got = load_emulated(source)[source.launch_name](x)
         assert torch.equal(got, want), expr
+
+
+def _fixed_input(values: torch.Tensor):
+    return lambda t, gen: values.to(getattr(torch, t.dtype))
+
+
+def test_check_accepts_the_overflow_a_half_output_must_hold_and_rejects_a_wrong_one():
+    """erfcx(-3.5) = 4.2e5 is +inf in a float16 output: the float64 check compares against the reference as the
+    output dtype holds it (an infinity the kernel must store), not against the finite float64 value."""
+    from .cutile_emulator import check_emulated
+
+    spec = snippet_spec(forward("torch.special.erfcx(x)"), "[torch.randn(64).to(torch.float16)]", "elementwise")
+    values = torch.linspace(-4, 4, 64)
+    assert check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=_fixed_input(values)).ok
+    # a kernel that stores -inf where +inf belongs (the negation of a correct one) is caught
+    neg = snippet_spec(forward("-torch.special.erfcx(x)"), "[torch.randn(64).to(torch.float16)]", "elementwise")
+    result = check_emulated(spec, compile_spec(neg, ("sm_90",)), make_input=_fixed_input(values))
+    assert not result.ok
+
+
+def test_check_rejects_a_nan_where_the_reference_is_finite_even_beside_a_reference_nan():
+    from .cutile_emulator import check_emulated
+
+    spec = snippet_spec(forward("torch.lgamma(x)"), "[torch.randn(8)]", "elementwise")
+    values = torch.tensor([math.nan, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5])
+    assert check_emulated(spec, compile_spec(spec, ("sm_90",)), make_input=_fixed_input(values)).ok
+    # sqrt of a negative is NaN at finite reference points of lgamma: the check must fail, not skip them
+    bad = snippet_spec(forward("torch.sqrt(x - 4.0)"), "[torch.randn(8)]", "elementwise")
+    result = check_emulated(spec, compile_spec(bad, ("sm_90",)), make_input=_fixed_input(values))
+    assert not result.ok and "NaN" in result.message
