@@ -122,14 +122,32 @@ def index_bounds(spec: KernelSpec) -> dict[str, int]:
     return bounds
 
 
+def sorted_inputs(spec: KernelSpec) -> set[str]:
+    """Inputs the kernel's ops require sorted along their last dim: bucketize's boundaries, searchsorted's
+    sequence (on unsorted ones PyTorch's result is undefined and depends on the search's order of probes)."""
+    names = {t.graph_value: t.name for t in spec.inputs if t.graph_value}
+    positions = {"bucketize": 1, "searchsorted": 0}
+    out = set()
+    for r in spec.ops:
+        pos = positions.get(r.op)
+        arg = r.args[pos] if pos is not None and len(r.args) > pos else None
+        if isinstance(arg, dict) and arg.get("ref") in names:
+            out.add(names[arg["ref"]])
+    return out
+
+
 def spec_input_maker(spec: KernelSpec, device: str = "cpu") -> Callable[[TensorSpec, torch.Generator], Any]:
     """The default input generator for a spec: `random_input`, except that a recurrence's parameters are drawn
     like nn.RNN/LSTM/GRU initialise them, U(-1/sqrt(H), 1/sqrt(H)). With N(0, 1) recurrent weights the spectral
     radius is ~sqrt(H) and a long recurrence is chaotic: float32 and the float64 reference then diverge by O(1)
     after ~20 steps whatever the kernel does (measured: PyTorch's own float32 GRU-128 vs float64, 33 steps)."""
     if spec.family != "recurrent":
-        bounds = index_bounds(spec)
-        return lambda t, gen: random_input(t, device, gen, bounds.get(t.name))
+        bounds, ordered = index_bounds(spec), sorted_inputs(spec)
+
+        def make_plain(t: TensorSpec, gen: torch.Generator) -> Any:
+            x = random_input(t, device, gen, bounds.get(t.name))
+            return x.sort(-1).values if t.name in ordered else x
+        return make_plain
     hidden = next((t.shape[-1] for t in spec.inputs if t.role == "parameter" and len(t.shape) == 2), 1)
     bound = 1.0 / math.sqrt(hidden)
 

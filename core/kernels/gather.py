@@ -26,7 +26,7 @@ import struct
 from typing import Any
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
-from . import gather_rearrange, gather_resample, gather_search, gather_words, scatter
+from . import gather_channels, gather_rearrange, gather_resample, gather_search, gather_words, scatter
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
@@ -412,6 +412,8 @@ def generate(spec: KernelSpec) -> KernelSource:
     fn = _OPS.get(rec.op)
     if fn is None:
         raise Unsupported(f"{rec.target}: no gather generator for this op (data-dependent or scatter-style)")
+    if gather_channels.applies(spec, rec, epilogue):
+        return gather_channels.generate(spec, rec, _Ctx, fn)
     kernel, launch, note = tiled(spec, rec, epilogue, f"{spec.id}_kernel", fn)
     w: list[str] = []
     device = wrapper_head(spec, w)

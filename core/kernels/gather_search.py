@@ -1,7 +1,7 @@
 """Gather-family binary searches: `torch.bucketize(x, boundaries)` and `torch.searchsorted(sorted_sequence, x)`
 over a 1-D sorted tensor of M values. Each output element runs ceil(log2(M + 1)) steps of a static binary search
 over [0, M], gathering one boundary per step (M is small and stays in L1/L2), and returns the first position whose
-boundary is >= x (right / side="right": > x). NaN compares above every boundary (position M), as PyTorch.
+boundary is >= x (right / side="right": > x): the power-of-two steps of a branchless lower bound, unrolled. NaN compares above every boundary (position M), as PyTorch.
 """
 
 from __future__ import annotations
@@ -18,21 +18,24 @@ def _search(c, seq, x) -> str:
     right = bool(c.args.get("right", False)) or c.args.get("side") == "right"
     m = seq.shape[0]
     xv = c.tmp(f"{c.gather(x, c.coords)}.astype(ct.float32)", "sx")
-    lo = c.tmp("ct.zeros((BR, BL), dtype=ct.int32)", "lo")
-    hi = c.tmp(f"ct.full((BR, BL), {m}, dtype=ct.int32)", "hi")
-    steps = max(1, m.bit_length())  # ceil(log2(M + 1)): enough halvings of [0, M]
+    nan = c.tmp(f"{xv} != {xv}", "nan")
     cmp = "<=" if right else "<"
-    c.lines.append(f"    for _ in range({steps}):")
-    c.lines.append(f"        mid = ({lo} + {hi}) // 2")
-    c.lines.append(f"        bv = ct.gather({array_param(seq)}, (ct.minimum(mid, {m - 1}),)).astype(ct.float32)")
-    c.lines.append(f"        up = (mid < {hi}) & (({_broadcast('bv')} {cmp} {xv}) | ({xv} != {xv}))")
-    c.lines.append(f"        {lo} = ct.where(up, mid + 1, {lo})")
-    c.lines.append(f"        {hi} = ct.where(up, {hi}, mid)")
-    return lo
-
-
-def _broadcast(v: str) -> str:
-    return f"ct.broadcast_to({v}, (BR, BL))"
+    # Branchless lower bound: pos counts the boundaries known to be below x; each static step s (a power of two,
+    # largest first) asks whether the s-th boundary after pos is too: one gather, one compare, one select.
+    # Where M + 1 is a power of two (1023 boundaries) no step can run past the end; otherwise it is clamped.
+    pos = c.tmp("ct.zeros((BR, BL), dtype=ct.int32)", "pos")
+    exact = (m + 1) & m == 0
+    s = 1 << (max(1, m.bit_length()) - 1)
+    while s >= 1:
+        if s > m:
+            s //= 2
+            continue
+        idx = f"{pos} + {s - 1}" if exact else f"ct.minimum({pos} + {s - 1}, {m - 1})"
+        bv = f"ct.gather({array_param(seq)}, ({idx},), check_bounds=False).astype(ct.float32)"
+        inside = "" if exact else f"({pos} + {s} <= {m}) & "
+        c.lines.append(f"    {pos} = ct.where({inside}(({bv} {cmp} {xv}) | {nan}), {pos} + {s}, {pos})")
+        s //= 2
+    return pos
 
 
 def bucketize(c) -> str:

@@ -344,3 +344,27 @@ def test_grid_sample_matches_pytorch(mode, padding, align):
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     if mode == "bilinear" and padding == "reflection" and align:
         compile_spec(spec, ("sm_90",))
+
+
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_grid_sample_tiles_channels_per_output_row_unless_fused(epilogue):
+    """Without an epilogue grid_sample takes channel-major tiles (gather_channels.py: one output row's grid,
+    coordinates and weights per block, 32 channels x 128 pixels): channel and pixel counts off the tile (70
+    channels, rows of 130) give PyTorch's values; with a fused epilogue the generic (rows, columns) layout does."""
+    import torch
+    import torch.nn.functional as F
+
+    from .cutile_emulator import emulation, load_emulated
+    from tilestudio.core.kernels import generate_kernel
+
+    expr = "F.grid_sample(x, g, align_corners=False)"
+    expr = f"torch.relu({expr}) * 2.0" if epilogue else expr
+    spec = snippet_spec(forward(expr, "x, g"), "[torch.randn(2, 70, 9, 11), torch.rand(2, 3, 130, 2)]", FAMILY)
+    source = compile_spec(spec, ("sm_90",))
+    assert ("channel-major" in " ".join(source.notes)) is not epilogue
+    gen = torch.Generator().manual_seed(7)
+    x, g = torch.randn(2, 70, 9, 11, generator=gen), torch.rand(2, 3, 130, 2, generator=gen) * 2.4 - 1.2
+    with emulation():
+        out = load_emulated(source)[source.launch_name](x, g)
+    want = eval(expr, {"torch": torch, "F": F, "x": x, "g": g})  # noqa: S307 - our own expression
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
