@@ -258,15 +258,16 @@ def ceilings() -> tuple[float, float]:
 
 
 def set_knob(key: str, value: str) -> None:
-    """--set KEY=VALUE of the bench scripts: one generator knob (a key of rowwise.TUNING, indexing.MEMORY_TUNING or
-    gemm_common.TILES) set to a Python literal before any case is generated."""
+    """--set KEY=VALUE of the bench scripts: one generator knob (a key of rowwise.TUNING, indexing.MEMORY_TUNING,
+    gemm_common.TILES or sort_bitonic.SORT_TUNING) set to a Python literal before any case is generated."""
     import ast
 
     from tilestudio.core.kernels.gemm_common import TILES
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
     from tilestudio.core.kernels.rowwise import TUNING
+    from tilestudio.core.kernels.sort_bitonic import SORT_TUNING
 
-    tables = [t for t in (TUNING, MEMORY_TUNING, TILES) if key in t]
+    tables = [t for t in (TUNING, MEMORY_TUNING, TILES, SORT_TUNING) if key in t]
     if not tables:
         raise SystemExit(f"--set {key}: not a key of TUNING, MEMORY_TUNING or TILES")
     tables[0][key] = ast.literal_eval(value)

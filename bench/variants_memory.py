@@ -409,14 +409,24 @@ VARIANTS[_STRIDED] = [
     ("(32, 128) tiles, no TMA", {"elementwise_load_hint": ", allow_tma=False", "elementwise_store_hint": ", allow_tma=False"}),
 ]
 
+# the bitonic sort's stage form and warps (sort_bitonic.SORT_TUNING; sm_90: the compiler's 4 warps R138 with 193 KB
+# shared per block, 8 worker warps R110 185 KB and a third of the instructions per thread; the partner form 65 KB
+# but R250, spilling 392 bytes on 4 warps)
+for _label in ("sort 4096 per line 8192x4096 fp32", "topk k=256 16384x2048 bf16"):
+    VARIANTS[_label] = [("halves, compiler's warps", {"sort_worker_warps": None, "sort_form": "halves"}),
+                        ("halves, 8 worker warps", {"sort_worker_warps": 8, "sort_form": "halves"}),
+                        ("partner, 8 worker warps", {"sort_worker_warps": 8, "sort_form": "partner"}),
+                        ("partner, compiler's warps", {"sort_worker_warps": None, "sort_form": "partner"})]
+
 
 def _tables() -> list[dict]:
     """The tuning tables a variant's overrides may name (each key lives in exactly one)."""
     from tilestudio.core.kernels.expr_math import MATH_TUNING
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
     from tilestudio.core.kernels.rowwise import TUNING
+    from tilestudio.core.kernels.sort_bitonic import SORT_TUNING
 
-    return [MEMORY_TUNING, MATH_TUNING, TUNING]
+    return [MEMORY_TUNING, MATH_TUNING, TUNING, SORT_TUNING]
 
 
 def run_variant(spec, overrides: dict, reps: int, label: str = ""):

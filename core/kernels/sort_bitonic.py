@@ -17,6 +17,10 @@ from .indexing import array_param, out_param
 
 MAX_SORT_LINE = 4096  # elements of one line sorted in one tile
 SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
+# "sort_worker_warps": num_worker_warps of the sort kernel (None: the compiler's choice); "sort_form": "halves"
+# (each stage extracts the two halves of every pair group and puts max/min back with ct.cat) or "partner" (each
+# stage builds the partner tile, key i ^ j, and keeps max or min in place by a column mask)
+SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves"}
 I = "    "
 
 
@@ -38,12 +42,13 @@ def tile_shape(rows: int, n: int) -> tuple[int, int]:
     return max(1, min(SORT_TILE_ELEMS // bn, pow2_at_least(rows))), bn
 
 
-def line_kernel_head(kid: str, spec, x, doc: str) -> list[str]:
+def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False) -> list[str]:
     """The start of a topk-family kernel: signature (x, outputs, BM, BN, BK), a docstring, the block's (BM, BN)
     tile `t` of lines in float32 and its column indices `cols`."""
     xp = array_param(x)
     params = [xp] + [out_param(o) for o in spec.outputs]
-    return ["@ct.kernel",
+    warps = SORT_TUNING["sort_worker_warps"] if sort else None
+    return [f"@ct.kernel(num_worker_warps={warps})" if warps else "@ct.kernel",
             f"def {kid}_kernel({', '.join(params)}, BM: ct.Constant[int], BN: ct.Constant[int], "
             "BK: ct.Constant[int]):",
             f'{I}"""{doc}"""',
@@ -59,10 +64,19 @@ def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows
     BM, BN = tile_shape(rows, n)
     BK = pow2_at_least(k)
     L = line_kernel_head(kid, spec, x, f'{op}: lines of {n} sorted {"descending" if largest else "ascending"} '
-                         f'by a bitonic network ({BM} lines per block), the first {k} stored')
+                         f'by a bitonic network ({BM} lines per block), the first {k} stored', sort=True)
     L += packed_keys(largest, n)
+    partner = SORT_TUNING["sort_form"] == "partner"
     for size, j in stages(BN):
         g = BN // (2 * j)
+        if partner:
+            L += [f"{I}v = ct.reshape(keys, (BM, {g}, 2, {j}))",
+                  f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=(BM, {g}, 1, {j}))",
+                  f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=(BM, {g}, 1, {j}))",
+                  f"{I}p = ct.reshape(ct.cat((b, a), 2), (BM, BN))",
+                  f"{I}keep_max = ((cols & {j}) == 0)" + ("" if size == BN else f" == ((cols & {size}) == 0)"),
+                  f"{I}keys = ct.where(keep_max, ct.maximum(keys, p), ct.minimum(keys, p))"]
+            continue
         L += [f"{I}v = ct.reshape(keys, (BM, {g}, 2, {j}))",
               f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=(BM, {g}, 1, {j}))",
               f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=(BM, {g}, 1, {j}))",

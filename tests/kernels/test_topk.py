@@ -45,17 +45,19 @@ def test_topk_compiles_for_sm90_and_sm100(name):
     compile_spec(test_topk_gpu.topk_spec(name, shape, "bfloat16"))
 
 
-@pytest.mark.parametrize("packed", [True, False, "bitonic"], ids=["packed_keys", "four_reductions", "bitonic"])
+@pytest.mark.parametrize("packed", [True, False, "bitonic", "partner"],
+                         ids=["packed_keys", "four_reductions", "bitonic", "bitonic_partner_form"])
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_special_values_on_the_emulator(largest, packed, monkeypatch):
-    from tilestudio.core.kernels import generate_kernel, topk
+    from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
 
-    if packed == "bitonic":  # the whole-line sort that k above MAX_K takes
+    if packed in ("bitonic", "partner"):  # the whole-line sort that k above MAX_K takes
         monkeypatch.setattr(topk, "MAX_K", 2)
+        monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", "halves" if packed == "bitonic" else "partner")
     monkeypatch.setitem(topk.TUNING, "packed_keys", bool(packed))
     spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), "[torch.randn(4, 9)]", "topk")
     source = generate_kernel(spec)
-    assert not source.skeleton and (packed != "bitonic") == ("ct.cat(" not in source.code)
+    assert not source.skeleton and (packed not in ("bitonic", "partner")) == ("ct.cat(" not in source.code)
     x = special_rows()
     with emulation():
         got_v, got_i = load_emulated(source)[source.launch_name](x)
