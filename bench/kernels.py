@@ -269,7 +269,7 @@ def set_knob(key: str, value: str) -> None:
 
     tables = [t for t in (TUNING, MEMORY_TUNING, TILES, SORT_TUNING) if key in t]
     if not tables:
-        raise SystemExit(f"--set {key}: not a key of TUNING, MEMORY_TUNING or TILES")
+        raise SystemExit(f"--set {key}: not a key of TUNING, MEMORY_TUNING, TILES or SORT_TUNING")
     tables[0][key] = ast.literal_eval(value)
 
 

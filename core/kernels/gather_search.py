@@ -1,7 +1,8 @@
 """Gather-family binary searches: `torch.bucketize(x, boundaries)` and `torch.searchsorted(sorted_sequence, x)`
 over a 1-D sorted tensor of M values. Each output element runs ceil(log2(M + 1)) steps of a static binary search
 over [0, M], gathering one boundary per step (M is small and stays in L1/L2), and returns the first position whose
-boundary is >= x (right / side="right": > x): the power-of-two steps of a branchless lower bound, unrolled. NaN compares above every boundary (position M), as PyTorch.
+boundary is >= x (right / side="right": > x), as the power-of-two steps of a branchless lower bound, unrolled.
+NaN compares above every boundary (position M), as PyTorch.
 """
 
 from __future__ import annotations
@@ -25,11 +26,8 @@ def _search(c, seq, x) -> str:
     # Where M + 1 is a power of two (1023 boundaries) no step can run past the end; otherwise it is clamped.
     pos = c.tmp("ct.zeros((BR, BL), dtype=ct.int32)", "pos")
     exact = (m + 1) & m == 0
-    s = 1 << (max(1, m.bit_length()) - 1)
-    while s >= 1:
-        if s > m:
-            s //= 2
-            continue
+    s = 1 << (m.bit_length() - 1) if m else 0  # the largest power of two <= M (no step over no boundaries)
+    while s:
         idx = f"{pos} + {s - 1}" if exact else f"ct.minimum({pos} + {s - 1}, {m - 1})"
         bv = f"ct.gather({array_param(seq)}, ({idx},), check_bounds=False).astype(ct.float32)"
         inside = "" if exact else f"({pos} + {s} <= {m}) & "

@@ -69,18 +69,15 @@ def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows
     partner = SORT_TUNING["sort_form"] == "partner"
     for size, j in stages(BN):
         g = BN // (2 * j)
+        L += [f"{I}v = ct.reshape(keys, (BM, {g}, 2, {j}))",
+              f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=(BM, {g}, 1, {j}))",
+              f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=(BM, {g}, 1, {j}))"]
         if partner:
-            L += [f"{I}v = ct.reshape(keys, (BM, {g}, 2, {j}))",
-                  f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=(BM, {g}, 1, {j}))",
-                  f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=(BM, {g}, 1, {j}))",
-                  f"{I}p = ct.reshape(ct.cat((b, a), 2), (BM, BN))",
+            L += [f"{I}p = ct.reshape(ct.cat((b, a), 2), (BM, BN))",
                   f"{I}keep_max = ((cols & {j}) == 0)" + ("" if size == BN else f" == ((cols & {size}) == 0)"),
                   f"{I}keys = ct.where(keep_max, ct.maximum(keys, p), ct.minimum(keys, p))"]
             continue
-        L += [f"{I}v = ct.reshape(keys, (BM, {g}, 2, {j}))",
-              f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=(BM, {g}, 1, {j}))",
-              f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=(BM, {g}, 1, {j}))",
-              f"{I}hi = ct.maximum(a, b)",
+        L += [f"{I}hi = ct.maximum(a, b)",
               f"{I}lo = ct.minimum(a, b)"]
         if size == BN:  # the last merge: the whole line descending
             L.append(f"{I}keys = ct.reshape(ct.cat((hi, lo), 2), (BM, BN))")
