@@ -8,6 +8,7 @@ import re
 import torch
 
 from .capture import CaptureError, graph_from_export
+from .capture_shims import tracing
 from .decompose import decompose_uncovered
 from .errors import ErrorInfo, UserError
 from .opgraph import OpGraph
@@ -35,7 +36,7 @@ def capture_file(path: str, class_name: str | None = None) -> OpGraph:
     model.eval()
     arg_names = forward_arg_names(model, len(inputs))
     try:
-        with torch.no_grad():
+        with torch.no_grad(), tracing():
             ep = torch.export.export(model, tuple(inputs), strict=False)
     except UserError:
         raise

@@ -15,6 +15,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .capture_model import META_FAILURES
+from .capture_shims import tracing
 from .catalog import base_op, catalog_ops
 from .composer import HEADER_RE
 from .errors import ErrorInfo, UserError
@@ -88,7 +89,8 @@ def dry_run(path: str, arch: str = "sm_90") -> dict[str, Any]:
     recorder = _Recorder(path)
     error = None
     with torch.no_grad():
-        expected = model(*inputs)
+        with tracing():
+            expected = model(*inputs)
         try:
             with intercept_launches(records), recorder:
                 actual = cutile(*inputs)

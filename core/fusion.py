@@ -324,16 +324,23 @@ class _Fuser:
         else:
             gid = self._fuse_broadcast_back(node, gid)
         # R3: pull in purely elementwise producers of side inputs used only here (once, or by several ops of
-        # this kernel).
-        for ref in self._tensor_inputs(node):
-            prod = self.producer(ref)
-            if prod is None or (self.use_count(ref) != 1 and not self._used_only_in(ref, gid)):
-                continue
-            pg = self.group_of[prod]
-            if pg == gid or not self.is_pure_elementwise(pg):
-                continue
-            if self.can_merge(pg, gid):
-                self.merge(gid, pg, "R3")
+        # this kernel). A merge can make another producer's uses all local (var.clamp read by both the log and
+        # the division of a Gaussian NLL), so the kernel's elementwise ops are rescanned until nothing joins.
+        scan = self._tensor_inputs(node)
+        while scan:
+            joined = False
+            for ref in scan:
+                prod = self.producer(ref)
+                if prod is None or (self.use_count(ref) != 1 and not self._used_only_in(ref, gid)):
+                    continue
+                pg = self.group_of[prod]
+                if pg == gid or not self.is_pure_elementwise(pg):
+                    continue
+                if self.can_merge(pg, gid):
+                    self.merge(gid, pg, "R3")
+                    joined = True
+            scan = [r for n in self.groups[gid].nodes if self.info[n].is_elementwise
+                    for r in self._tensor_inputs(self.nodes[n])] if joined else []
 
     def _used_only_in(self, value: str, gid: int) -> bool:
         """Every use of `value` is an op of group `gid` (not a graph output, no glue in between)."""

@@ -169,6 +169,27 @@ def test_r3_mask_computation_joins_the_consumer(decompose):
     assert "R3" in dec.kernels[0].fusion_rules
 
 
+def test_r3_rescans_after_a_merge_makes_a_second_use_local(decompose):
+    """v is read by the log (one kernel) and by the division (another, until the add joins them): once the add
+    merges the division's kernel in, both uses of v are local and v's producer joins too, so Gaussian NLL is one
+    kernel (the analyzer traces F.gaussian_nll_loss past its value check, see core/capture_shims.py)."""
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, a, b, var):
+            v = var.clamp(min=1e-6)
+            return (torch.log(v) + (a - b) ** 2 / v).mean()
+    """, inputs="[torch.randn(4, 16), torch.randn(4, 16), torch.rand(4, 16)]")
+    assert groups(dec) == [["clamp", "log", "sub", "pow", "div", "add", "mean"]]
+    assert "R3" in dec.kernels[0].fusion_rules
+    dec = decompose("""
+    class Model(nn.Module):
+        def forward(self, mu, target, var):
+            return F.gaussian_nll_loss(mu, target, var, full=True)
+    """, inputs="[torch.randn(4, 16), torch.randn(4, 16), torch.rand(4, 16)]")
+    assert len(dec.kernels) == 1 and dec.kernels[0].operations[0] == "clamp"
+    assert dec.kernels[0].operations[-1] == "mean"
+
+
 def test_r3_value_used_twice_by_one_kernel_joins_it(decompose):
     """A GRU cell: the candidate n (one elementwise kernel) is read twice by the update h' = n + z * (h - n); all
     of its uses are in that kernel, so the two gate kernels are one. A value also used elsewhere stays apart."""
