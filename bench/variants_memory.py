@@ -418,6 +418,17 @@ for _label in ("sort 4096 per line 8192x4096 fp32", "topk k=256 16384x2048 bf16"
                         ("partner, 8 worker warps", {"sort_worker_warps": 8, "sort_form": "partner"}),
                         ("partner, compiler's warps", {"sort_worker_warps": None, "sort_form": "partner"})]
 
+# whole-number upscaling at input resolution (gather_upscale.py, session 29; prepared, off by default): nearest
+# x2 as one dense load + broadcast + dense store per block, bilinear x2 as 9 gathered source tiles blended per
+# 4 outputs; the generic layout maps every output pixel to its source in float32 and gathers 1 / 4 values
+for _label in ("upsample nearest x2 32x128x128x128 bf16", "upsample bilinear x2 32x128x128x128 bf16"):
+    VARIANTS[_label] = [("per-pixel gathers (default)", {}),
+                        ("input resolution, 4096 outputs per block", {"upscale_whole": True}),
+                        ("input resolution, 2048 outputs per block", {"upscale_whole": True, "upscale_tile_elems": 2048}),
+                        ("input resolution, 8192 outputs per block", {"upscale_whole": True, "upscale_tile_elems": 8192}),
+                        ("input resolution, 16384 outputs per block",
+                         {"upscale_whole": True, "upscale_tile_elems": 16384})]
+
 
 def _tables() -> list[dict]:
     """The tuning tables a variant's overrides may name (each key lives in exactly one)."""

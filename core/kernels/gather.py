@@ -4,8 +4,9 @@ Covered ops: embedding, index_select, gather, index.Tensor (advanced indexing, a
 adjacent or not, negative indices wrap), take, flip, roll (with dims or flattened), repeat, tile, constant_pad_nd /
 pad (constant, reflect, replicate, circular) and reflection_pad*/replication_pad*, one_hot, pixel_shuffle,
 pixel_unshuffle, upsampling (gather_resample.py: nearest / nearest-exact 1-3d, linear / bilinear / trilinear,
-bicubic), repeat_interleave (int repeats), diagonal, diag_embed, channel_shuffle, im2col (F.unfold), diff and cross
-(gather_rearrange.py); with fused elementwise epilogues.
+bicubic; nearest by 2^k and bilinear x2 at input resolution in gather_upscale.py, behind a knob), repeat_interleave
+(int repeats), diagonal, diag_embed, channel_shuffle, im2col (F.unfold), diff and cross (gather_rearrange.py); with
+fused elementwise epilogues.
 
 Layout: the output (any rank) is viewed as (R, L) = (all leading dims, last dim) and tiled (BR, BL); a block decodes
 its rows into leading coordinates ((BR, 1) tiles) and its columns into the last coordinate ((1, BL) tile), maps
@@ -26,7 +27,8 @@ import struct
 from typing import Any
 
 from ..specs import KernelSpec, OpRecord, TensorSpec
-from . import gather_channels, gather_rearrange, gather_resample, gather_search, gather_words, scatter
+from . import (gather_channels, gather_rearrange, gather_resample, gather_search, gather_upscale, gather_words,
+               scatter)
 from .base import KernelSource, Unsupported, pow2_at_least
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
@@ -412,6 +414,9 @@ def generate(spec: KernelSpec) -> KernelSource:
     fn = _OPS.get(rec.op)
     if fn is None:
         raise Unsupported(f"{rec.target}: no gather generator for this op (data-dependent or scatter-style)")
+    whole = gather_upscale.factors(spec, rec, epilogue)
+    if whole:
+        return gather_upscale.generate(spec, rec, *whole)
     if gather_channels.applies(spec, rec, epilogue):
         return gather_channels.generate(spec, rec, _Ctx, fn)
     kernel, launch, note = tiled(spec, rec, epilogue, f"{spec.id}_kernel", fn)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..specs import KernelSpec, OpRecord
 from .base import pow2_at_least
-from .indexing import (MEMORY_TUNING, alloc_outputs, input_args, module, out_param, ret_outputs, wrapper_head)
+from .indexing import MEMORY_TUNING, input_args, one_kernel_module, out_param
 
 I = "    "
 OPS = ("grid_sampler", "grid_sampler_2d")
@@ -42,13 +42,6 @@ def generate(spec: KernelSpec, rec: OpRecord, ctx_type, fn):
     lines.append(f"{I}val = ct.broadcast_to({value}, (BR, BL))")
     lines.append(f"{I}ct.store({out}, index=(pn, pcb, ph, pid_l), "
                  f"tile=ct.reshape(val, (1, BR, 1, BL)).astype({out}.dtype))")
-    w: list[str] = []
-    device = wrapper_head(spec, w)
-    alloc_outputs(spec, device, w)
-    grid = n_ * ncb * h_ * nwb
-    w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {name}, "
-             f"({', '.join(input_args(spec) + [spec.outputs[0].name, str(BR), str(BL)])}))")
-    w.append(ret_outputs(spec))
     note = (f"{rec.op}: channel-major tiles of {BR} channels x {BL} pixels of one output row; the grid row, "
             "coordinates and weights computed once per block")
-    return module(spec, ["\n".join(lines)], "\n".join(w), [name], [note])
+    return one_kernel_module(spec, lines, n_ * ncb * h_ * nwb, [BR, BL], note)

@@ -285,6 +285,12 @@ MEMORY_TUNING: dict[str, Any] = {
     "pool_global_tma": None,
     # gather family (embedding, pad, index, ...): output elements per (BR rows x BL <= 1024 columns) tile
     "gather_tile_elems": 4096,
+    # whole-number upscaling at input resolution (gather_upscale.py: nearest by 2^k, bilinear x2): one dense store of
+    # a (fh*BH, fw*BW) output tile per block of "upscale_tile_elems" outputs instead of per-pixel gathers. Prepared
+    # (compiled and emulated in CI), off until a GPU run times it against the gathers (session 28 had no GPU):
+    # session 25, H200, 32x128x128x128 bf16 x2: nearest gathers 0.346 ms (0.46 of copy), bilinear 1.400 (0.11)
+    "upscale_whole": False,
+    "upscale_tile_elems": 4096,
     # zero padding of the last one/two dims as shifted 32-bit word copies (gather_words.py) instead of per-element
     # gathers; words per block. H200, pad (1, 1, 1, 1) 64x128x112x112 fp16, same run (eager 0.331 ms): gathers
     # 0.202 ms (0.50 of a same-size copy); words 2048 per block 0.151 (0.67), 4096 0.158, 8192 0.173
@@ -466,6 +472,18 @@ def module(spec: KernelSpec, kernels: list[str], wrapper: str, kernel_names: lis
     code = "\n\n".join(k.rstrip("\n") + "\n" for k in kernels) + "\n\n" + wrapper.rstrip("\n") + "\n"
     return KernelSource(spec_id=spec.id, family=spec.family, code=code, launch_name=f"launch_{spec.id}",
                         kernel_names=kernel_names, notes=notes or [])
+
+
+def one_kernel_module(spec: KernelSpec, kernel: list[str], grid: int, consts: list, note: str) -> KernelSource:
+    """A module of one `<id>_kernel` launched over a 1-d grid of `grid` blocks with (inputs, outputs, consts)."""
+    name = f"{spec.id}_kernel"
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    alloc_outputs(spec, device, w)
+    w.append(f"    ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {name}, "
+             f"({', '.join(input_args(spec) + [o.name for o in spec.outputs] + [str(c) for c in consts])}))")
+    w.append(ret_outputs(spec))
+    return module(spec, ["\n".join(kernel)], "\n".join(w), [name], [note])
 
 
 def wrapper_head(spec: KernelSpec, lines: list[str]) -> str:

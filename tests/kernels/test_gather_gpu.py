@@ -194,3 +194,23 @@ def test_embedding_as_word_copies(shape, dtype, words, monkeypatch):
     spec = snippet_spec(forward("F.embedding(i, w)", "w, i"), f"[{inputs}]", "gather")
     result = run_check(spec, make_inputs(int_ranges=ranges), CHECK)
     assert result.ok, result.message
+
+
+UPSCALE = [("F.interpolate(x, scale_factor=2)", (32, 128, 128, 128)), ("F.interpolate(x, scale_factor=2)", (3, 5, 7, 9)),
+           ("F.interpolate(x, scale_factor=(2, 4))", (2, 16, 33, 65)),
+           ("F.interpolate(x, scale_factor=2, mode='bilinear')", (32, 128, 128, 128)),
+           ("F.interpolate(x, scale_factor=2, mode='bilinear')", (3, 5, 7, 9)),
+           ("F.interpolate(x, scale_factor=2, mode='bilinear')", (2, 16, 1, 257))]
+
+
+@pytest.mark.parametrize("expr,shape", UPSCALE, ids=[f"{'bilinear' if 'bil' in e else 'nearest'}-{'x'.join(map(str, s))}"
+                                                     for e, s in UPSCALE])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_upscale_at_input_resolution(expr, shape, dtype, monkeypatch):
+    """Whole-number upscaling at input resolution (MEMORY_TUNING["upscale_whole"], forced on here)."""
+    from tilestudio.core.kernels.indexing import MEMORY_TUNING
+
+    monkeypatch.setitem(MEMORY_TUNING, "upscale_whole", True)
+    spec = snippet_spec(forward(expr), f"[torch.randn({shape_str(shape)}){DT.get(dtype, '')}]", "gather")
+    result = run_check(spec, make_inputs(), CHECK)
+    assert result.ok, result.message
