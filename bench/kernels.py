@@ -139,6 +139,12 @@ CASES = [
      "[torch.randn(8192, 4096)]", "mem", None),
     ("topk", "topk k=256 16384x2048 bf16", "def forward(self, x):\n        return torch.topk(x, 256)",
      "[torch.randn(16384, 2048, dtype=torch.bfloat16)]", "mem", None),
+    # lines longer than one tile (core/kernels/sort_long.py: chunk sorts, runs ranked by binary search): top-k
+    # sampling over Llama's 32000-token vocabulary, top-p's sort of it
+    ("topk", "topk k=50 vocab 1024x32000 bf16", "def forward(self, x):\n        return torch.topk(x, 50)",
+     "[torch.randn(1024, 32000, dtype=torch.bfloat16)]", "mem", None),
+    ("topk", "sort vocab 256x32000 fp32", "def forward(self, x):\n        return torch.sort(x, dim=-1, descending=True)",
+     "[torch.randn(256, 32000)]", "mem", None),
     ("gather", "bucketize 64M fp32 into 1023 boundaries", "def forward(self, x, b):\n        return torch.bucketize(x, b)",
      "[torch.randn(1 << 26), torch.randn(1023).sort()[0]]", "mem", None),
     ("elementwise", "lgamma+digamma fp32 64M", "def forward(self, x):\n        return torch.lgamma(x) + torch.digamma(x)",

@@ -38,7 +38,8 @@ def factors(spec: KernelSpec, rec: OpRecord, epilogue: list[OpRecord]) -> tuple[
         return None
     args = bind_args(rec)
     x = _source(spec, rec, args)
-    if len(x.shape) != 4 or list(x.shape[:2]) != list(rec.output[:2]) or list(spec.outputs[0].shape) != list(rec.output):
+    if len(x.shape) != 4 or list(x.shape[:2]) != list(rec.output[:2]) \
+            or list(spec.outputs[0].shape) != list(rec.output):
         return None
     scales = args.get("scale_factors") or [args.get("scales_h"), args.get("scales_w")]
     out = []

@@ -13,14 +13,15 @@ Padding columns hold the smallest key and sort to the end; stores past the line 
 from __future__ import annotations
 
 from .base import pow2_at_least
-from .indexing import array_param, out_param
+from .indexing import array_param, out_param, wrapper_head
 
 MAX_SORT_LINE = 4096  # elements of one line sorted in one tile
 SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 # "sort_worker_warps": num_worker_warps of the sort kernel (None: the compiler's choice); "sort_form": "halves"
 # (each stage extracts the two halves of every pair group and puts max/min back with ct.cat) or "partner" (each
 # stage builds the partner tile, key i ^ j, and keeps max or min in place by a column mask)
-SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves"}
+# "long_chunk": elements per chunk sort of lines longer than MAX_SORT_LINE (sort_long.py)
+SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096}
 I = "    "
 
 
@@ -58,6 +59,70 @@ def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False) -> list[st
             f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))"]
 
 
+def network_lines(bm: str, bn: int, bn_name: str = "BN") -> list[str]:
+    """The compare-exchange stages sorting the (bm, bn) int64 tile `keys` descending along its last dim (`bm`,
+    `bn_name`: the names of its extents in the kernel; `cols`: the tile's column indices, for the partner form)."""
+    L: list[str] = []
+    partner = SORT_TUNING["sort_form"] == "partner"
+    for size, j in stages(bn):
+        g = bn // (2 * j)
+        L += [f"{I}v = ct.reshape(keys, ({bm}, {g}, 2, {j}))",
+              f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=({bm}, {g}, 1, {j}))",
+              f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=({bm}, {g}, 1, {j}))"]
+        if partner:
+            L += [f"{I}p = ct.reshape(ct.cat((b, a), 2), ({bm}, {bn_name}))",
+                  f"{I}keep_max = ((cols & {j}) == 0)" + ("" if size == bn else f" == ((cols & {size}) == 0)"),
+                  f"{I}keys = ct.where(keep_max, ct.maximum(keys, p), ct.minimum(keys, p))"]
+            continue
+        L += [f"{I}hi = ct.maximum(a, b)",
+              f"{I}lo = ct.minimum(a, b)"]
+        if size == bn:  # the last merge: the whole line descending
+            L.append(f"{I}keys = ct.reshape(ct.cat((hi, lo), 2), ({bm}, {bn_name}))")
+        else:
+            L += [f"{I}down = ct.reshape(((ct.arange({g}, dtype=ct.int32) * {2 * j}) & {size}) == 0, (1, {g}, 1, 1))",
+                  f"{I}keys = ct.reshape(ct.cat((ct.where(down, hi, lo), ct.where(down, lo, hi)), 2), "
+                  f"({bm}, {bn_name}))"]
+    return L
+
+
+def decode_lines(largest: bool, key: str, span: str) -> list[str]:
+    """`top_val` (float32, NaN restored) and `top_col` (int32) of the packed keys `key` whose low word is
+    span - 1 - column."""
+    nan_rank = "2147483647" if largest else "-2147483648"
+    okey = "rank" if largest else "~rank"
+    return [f"{I}rank = ({key} >> 32).astype(ct.int32)",
+            f"{I}okey = {okey}",
+            f"{I}bits = ct.where(okey < 0, okey ^ 2147483647, okey)",
+            f"{I}top_val = ct.where(rank == {nan_rank}, math.nan, ct.bitcast(bits, ct.float32))",
+            f"{I}top_col = {span} - 1 - ({key} & 4294967295).astype(ct.int32)"]
+
+
+def line_wrapper_head(spec, x, shape: list[int], dim: int, k: int, rows: int) -> tuple[list[str], list[str], str]:
+    """The topk-family wrapper's first lines: the source as (rows, n) lines (the topk dim moved last), the outputs
+    allocated (as views back into the model's layout when the dim is not last); returns (lines, the outputs as
+    (rows, k) launch arguments, the device expression)."""
+    xp = array_param(x)
+    n = shape[dim]
+    w: list[str] = []
+    device = wrapper_head(spec, w)
+    last = dim == len(shape) - 1
+    if last:
+        w.append(f"{I}{xp} = {xp}.contiguous().view({rows}, {n})")
+    else:
+        w.append(f"{I}{xp} = {xp}.movedim({dim}, -1).contiguous().view({rows}, {n})  # the topk dim last")
+    lines_shape = tuple([s for i, s in enumerate(shape) if i != dim] + [k])
+    outs = []
+    for o in spec.outputs:
+        if last:
+            w.append(f"{I}{o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={device})")
+            outs.append(f"{o.name}.view({rows}, {k})")
+        else:  # written with the topk dim last, returned in the model's layout (a view)
+            w.append(f"{I}{o.name}_lines = torch.empty({lines_shape!r}, dtype=torch.{o.dtype}, device={device})")
+            w.append(f"{I}{o.name} = {o.name}_lines.movedim(-1, {dim})")
+            outs.append(f"{o.name}_lines.view({rows}, {k})")
+    return w, outs, device
+
+
 def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows: int, kinds: list[int],
                  packed_keys) -> tuple[list[str], int, int, int]:
     """The sort kernel's lines and its (BM, BN, BK) tile constants."""
@@ -66,32 +131,9 @@ def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows
     L = line_kernel_head(kid, spec, x, f'{op}: lines of {n} sorted {"descending" if largest else "ascending"} '
                          f'by a bitonic network ({BM} lines per block), the first {k} stored', sort=True)
     L += packed_keys(largest, n)
-    partner = SORT_TUNING["sort_form"] == "partner"
-    for size, j in stages(BN):
-        g = BN // (2 * j)
-        L += [f"{I}v = ct.reshape(keys, (BM, {g}, 2, {j}))",
-              f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=(BM, {g}, 1, {j}))",
-              f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=(BM, {g}, 1, {j}))"]
-        if partner:
-            L += [f"{I}p = ct.reshape(ct.cat((b, a), 2), (BM, BN))",
-                  f"{I}keep_max = ((cols & {j}) == 0)" + ("" if size == BN else f" == ((cols & {size}) == 0)"),
-                  f"{I}keys = ct.where(keep_max, ct.maximum(keys, p), ct.minimum(keys, p))"]
-            continue
-        L += [f"{I}hi = ct.maximum(a, b)",
-              f"{I}lo = ct.minimum(a, b)"]
-        if size == BN:  # the last merge: the whole line descending
-            L.append(f"{I}keys = ct.reshape(ct.cat((hi, lo), 2), (BM, BN))")
-        else:
-            L += [f"{I}down = ct.reshape(((ct.arange({g}, dtype=ct.int32) * {2 * j}) & {size}) == 0, (1, {g}, 1, 1))",
-                  f"{I}keys = ct.reshape(ct.cat((ct.where(down, hi, lo), ct.where(down, lo, hi)), 2), (BM, BN))"]
-    nan_rank = "2147483647" if largest else "-2147483648"
-    okey = "rank" if largest else "~rank"
-    L += [f"{I}top = ct.extract(keys, index=(0, 0), shape=(BM, BK))" if BK < BN else f"{I}top = keys",
-          f"{I}rank = (top >> 32).astype(ct.int32)",
-          f"{I}okey = {okey}",
-          f"{I}bits = ct.where(okey < 0, okey ^ 2147483647, okey)",
-          f"{I}top_val = ct.where(rank == {nan_rank}, math.nan, ct.bitcast(bits, ct.float32))",
-          f"{I}top_col = BN - 1 - (top & 4294967295).astype(ct.int32)"]
+    L += network_lines("BM", BN)
+    L += [f"{I}top = ct.extract(keys, index=(0, 0), shape=(BM, BK))" if BK < BN else f"{I}top = keys"]
+    L += decode_lines(largest, "top", "BN")
     for o, kind in zip(spec.outputs, kinds):
         tile = "top_val" if kind == 0 else "top_col"
         L.append(f"{I}ct.store({out_param(o)}, index=(pid, 0), tile={tile}.astype({out_param(o)}.dtype))")

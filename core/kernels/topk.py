@@ -13,16 +13,17 @@ duplicates of the sentinel are still selected once each). sorted=False is served
 leaves that order unspecified).
 
 k above MAX_K (a sort of a line longer than MAX_K, or a large top-k) sorts whole lines with a bitonic network
-instead (sort_bitonic.py), up to sort_bitonic.MAX_SORT_LINE elements; longer lines are not generated (an explicit
-skeleton names the limit).
+instead (sort_bitonic.py), up to sort_bitonic.MAX_SORT_LINE elements; longer lines (and k <= MAX_K over lines
+longer than MAX_LINE: top-k sampling over a vocabulary) sort chunks and rank their runs (sort_long.py).
 """
 
 from __future__ import annotations
 
 from ..specs import KernelSpec
 from .base import KernelSource, Unsupported, pow2_at_least
-from .indexing import array_param, module, out_param, ret_outputs, tuple_items, wrapper_head
-from .sort_bitonic import MAX_SORT_LINE
+from .indexing import array_param, module, out_param, ret_outputs, tuple_items
+from . import sort_long
+from .sort_bitonic import MAX_SORT_LINE, SORT_TUNING, line_wrapper_head
 from .sort_bitonic import kernel_lines as bitonic_lines
 from .sort_bitonic import line_kernel_head
 
@@ -54,9 +55,8 @@ def _plan(spec: KernelSpec):
         largest = bool(rec.attrs.get("largest", True))
     else:  # a sort is the top-n in order (stable: ties keep their order, as stable=True asks)
         k, largest = n, bool(rec.attrs.get("descending", False))
-    if (k <= MAX_K and n > MAX_LINE) or (k > MAX_K and n > MAX_SORT_LINE):
-        raise Unsupported(f"{what} with k = {k} over lines of {n} elements (generated: k up to {MAX_K} over "
-                          f"{MAX_LINE} by selection, any k over lines up to {MAX_SORT_LINE} by a bitonic sort)")
+    if n >= 2 ** 31 - SORT_TUNING["long_chunk"]:
+        raise Unsupported(f"{what} over lines of {n} elements (column indices are packed into 32 bits)")
     if k < 1:
         raise Unsupported(f"{what} with k = 0")
     return rec, x, shape, dim, k, largest
@@ -78,9 +78,9 @@ def _select_lines(largest: bool) -> list[str]:
     return lines
 
 
-def _packed_keys(largest: bool, n: int) -> list[str]:
-    """The (BM, BN) int64 keys: rank (int32, larger = selected earlier) << 32 | (BN - 1 - column); padding columns
-    the smallest key. Ranks: the float's bits with the magnitude bits flipped for negatives (order-preserving as
+def _packed_keys(largest: bool, n: int, span: str = "BN") -> list[str]:
+    """The (BM, BN) int64 keys: rank (int32, larger = selected earlier) << 32 | (span - 1 - column); padding columns
+    (column >= n) the smallest key. Ranks: the float's bits with the magnitude bits flipped for negatives (order-preserving as
     signed integers), complemented for largest=False; NaN (any sign, any payload) ranks first for largest and
     last otherwise, as in PyTorch."""
     rank = "okey" if largest else "~okey"
@@ -88,7 +88,7 @@ def _packed_keys(largest: bool, n: int) -> list[str]:
     return [f"{I}bits = ct.bitcast(t, ct.int32)",
             f"{I}okey = ct.where(bits < 0, bits ^ 2147483647, bits)",
             f"{I}rank = ct.where(t != t, {nan_rank}, {rank})",
-            f"{I}keys = (rank.astype(ct.int64) << 32) | (BN - 1 - cols).astype(ct.int64)",
+            f"{I}keys = (rank.astype(ct.int64) << 32) | ({span} - 1 - cols).astype(ct.int64)",
             f"{I}keys = ct.where(cols >= {n}, {INT64_MIN}, keys)  # the tile's padding columns"]
 
 
@@ -118,6 +118,8 @@ def generate(spec: KernelSpec) -> KernelSource:
         item = items.get(o.name)
         kinds.append(item[1] if item else (1 if o.dtype == "int64" else 0))
     kid = spec.id
+    if (k <= MAX_K and n > MAX_LINE) or (k > MAX_K and n > MAX_SORT_LINE):
+        return sort_long.generate(spec, rec, x, shape, dim, k, largest, rows, kinds, _packed_keys)
     if k > MAX_K:
         kern, BM, BN, BK = bitonic_lines(kid, spec, x, rec.op, k, n, largest, rows, kinds, _packed_keys)
         how = f"a bitonic sort of {BN}"
@@ -155,23 +157,7 @@ def _module(spec, rec, x, shape, dim, k, largest, rows, kern, BM, BN, BK, how) -
     kid = spec.id
     xp = array_param(x)
     n = shape[dim]
-    w: list[str] = []
-    device = wrapper_head(spec, w)
-    last = dim == len(shape) - 1
-    if last:
-        w.append(f"{I}{xp} = {xp}.contiguous().view({rows}, {n})")
-    else:
-        w.append(f"{I}{xp} = {xp}.movedim({dim}, -1).contiguous().view({rows}, {n})  # the topk dim last")
-    lines_shape = tuple([s for i, s in enumerate(shape) if i != dim] + [k])
-    outs = []
-    for o in spec.outputs:
-        if last:
-            w.append(f"{I}{o.name} = torch.empty({tuple(o.shape)!r}, dtype=torch.{o.dtype}, device={device})")
-            outs.append(f"{o.name}.view({rows}, {k})")
-        else:  # written with the topk dim last, returned in the model's layout (a view)
-            w.append(f"{I}{o.name}_lines = torch.empty({lines_shape!r}, dtype=torch.{o.dtype}, device={device})")
-            w.append(f"{I}{o.name} = {o.name}_lines.movedim(-1, {dim})")
-            outs.append(f"{o.name}_lines.view({rows}, {k})")
+    w, outs, _ = line_wrapper_head(spec, x, shape, dim, k, rows)
     grid = -(-rows // BM)
     w.append(f"{I}ct.launch(torch.cuda.current_stream(), ({grid}, 1, 1), {kid}_kernel, "
              f"({', '.join([xp] + outs + [str(BM), str(BN), str(BK)])}))")

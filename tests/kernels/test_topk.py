@@ -1,7 +1,7 @@
 """Top-k family on the CPU: the analyzer gives topk its own kernel (no skeleton), every variant of the GPU file
 compiles for sm_90 and sm_100 and matches its float64 reference on the emulator (smallest shape, three dtypes),
 and NaN/infinity/duplicate rows give PyTorch's values, each position selected once, by selection and by the
-bitonic sort alike."""
+bitonic sort alike, and by chunk sorts with ranked runs over long lines."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_gpu_topk_strided_cases_pass_on_the_emulator(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["router_k2", "smallest_dim0", "values_scaled", "indices_only", "sort_long",
-                                  "topk_k256"])
+                                  "topk_k256", "topk_vocab_k50", "sort_vocab_descending"])
 def test_topk_compiles_for_sm90_and_sm100(name):
     shape = test_topk_gpu.VARIANTS[name][1][1]
     compile_spec(test_topk_gpu.topk_spec(name, shape, "bfloat16"))
@@ -81,9 +81,51 @@ def test_topk_indices_check_is_tie_aware_and_catches_wrong_picks():
 
 @pytest.mark.parametrize("expr,n", [("torch.topk(x, 4)", 20000), ("torch.sort(x)", 5000),
                                     ("torch.argsort(x, descending=True)", 4097), ("torch.topk(x, 200)", 8000)])
-def test_topk_and_sort_beyond_the_limits_are_explicit_skeletons(expr, n):
+def test_topk_and_sort_beyond_one_tile_sort_chunks_and_rank_runs(expr, n):
+    """Lines beyond the selection kernel's and the bitonic tile's limits: chunk sorts, then ranks (sort_long.py)."""
     from tilestudio.core.kernels import generate_kernel
 
     spec = snippet_spec(forward(expr), f"[torch.randn(2, {n})]", "topk")
     source = generate_kernel(spec)
-    assert source.skeleton and str(n) in source.notes[0]
+    assert not source.skeleton and source.kernel_names == [f"{spec.id}_chunks_kernel", f"{spec.id}_rank_kernel"]
+    assert f"lines of {n} as {-(-n // 4096)} chunks of 4096" in source.notes[0], source.notes
+
+
+LONG = [("torch.topk(x, 5)", (3, 100), lambda x: torch.sort(x, descending=True, stable=True), 5),
+        ("torch.topk(x, 20, largest=False)", (3, 70), lambda x: torch.sort(x, stable=True), 20),
+        ("torch.topk(x, 16)", (2, 64), lambda x: torch.sort(x, descending=True, stable=True), 16),  # k = a chunk
+        ("torch.sort(x, descending=True)", (2, 53), lambda x: torch.sort(x, descending=True, stable=True), 53),
+        ("torch.sort(x, dim=0)", (40, 3), lambda x: torch.sort(x, dim=0, stable=True), 40),
+        ("torch.argsort(x, dim=1)", (2, 37, 3), lambda x: (None, torch.argsort(x, dim=1, stable=True)), 37)]
+
+
+@pytest.mark.parametrize("form", ["halves", "partner"])
+@pytest.mark.parametrize("case", range(len(LONG)), ids=[f"{c[0]}-{c[1]}" for c in LONG])
+def test_long_lines_give_pytorchs_order_on_the_emulator(case, form, monkeypatch):
+    """Chunk sort + ranks with chunks of 16 (so a few dozen elements make several runs): values and indices
+    exactly PyTorch's stable order, NaN first for the largest and last for the smallest, infinities as values,
+    ties (many repeats of one value, across chunks) at the lower index first."""
+    from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
+
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "long_chunk", 16)
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", form)
+    monkeypatch.setattr(topk, "MAX_LINE", 32)
+    monkeypatch.setattr(topk, "MAX_SORT_LINE", 16)
+    expr, shape, ref, k = LONG[case]
+    spec = snippet_spec(forward(expr), f"[torch.randn{shape}]", "topk")
+    source = generate_kernel(spec)
+    assert "chunks of 16" in source.notes[0], source.notes
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(case))
+    flat = x.view(-1)
+    flat[::5] = flat[1]  # repeats of one value in every chunk
+    flat[3], flat[11], flat[12], flat[30] = math.nan, math.inf, -math.inf, math.nan
+    with emulation():
+        got = load_emulated(source)[source.launch_name](x)
+    want_v, want_i = ref(x)
+    dim = 0 if "dim=0" in expr else (1 if "dim=1" in expr else -1)
+    if want_v is None:  # argsort
+        assert torch.equal(got, want_i)
+        return
+    got_v, got_i = got
+    torch.testing.assert_close(got_v, want_v.narrow(dim, 0, k), rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got_i, want_i.narrow(dim, 0, k))

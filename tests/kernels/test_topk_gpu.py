@@ -1,4 +1,4 @@
-"""Top-k family (topk, and sort/argsort of short lines) on the GPU: each variant on three shapes (unaligned ones included) in float32/float16/bfloat16,
+"""Top-k family (topk, sort/argsort of short and long lines) on the GPU: each variant on three shapes (unaligned ones included) in float32/float16/bfloat16,
 checked against the float64 reference with poisoned outputs (indices tie-aware: checking.topk_indices_agree)."""
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ VARIANTS = {
     "argsort_long_descending_dim1": ("torch.argsort(x, dim=1, descending=True)", [(2, 129, 3), (64, 513),
                                                                                    (8, 2048)]),
     "topk_k256": ("torch.topk(x, 256)", [(5, 300), (128, 4096), (1, 257)]),
+    # lines longer than one tile: chunks sorted, their runs ranked by binary search (sort_long.py): top-k sampling
+    # over a vocabulary, top-p's sort of it, a long argsort down dim 0, a large k over long lines
+    "topk_vocab_k50": ("torch.topk(x, 50)", [(3, 8193), (256, 32000), (4, 50257)]),
+    "sort_vocab_descending": ("torch.sort(x, dim=-1, descending=True)", [(2, 4097), (64, 32000), (1, 100003)]),
+    "argsort_long_dim0": ("torch.argsort(x, dim=0)", [(4500, 3), (20000, 7), (9000, 1)]),
+    "topk_k300_smallest": ("torch.topk(x, 300, largest=False)", [(3, 4500), (128, 8192), (2, 65537)]),
 }
 CORE = {"router_k2", "k8", "smallest_dim0"}
 CASES = gpu_cases({name: v[1] for name, v in VARIANTS.items()}, CORE)
