@@ -417,6 +417,10 @@ for _label in ("sort 4096 per line 8192x4096 fp32", "topk k=256 16384x2048 bf16"
                         ("halves, 8 worker warps", {"sort_worker_warps": 8, "sort_form": "halves"}),
                         ("partner, 8 worker warps", {"sort_worker_warps": 8, "sort_form": "partner"}),
                         ("partner, compiler's warps", {"sort_worker_warps": None, "sort_form": "partner"})]
+# a large top-k by sorted groups of k and halving rounds (session 29, SORT_TUNING["topk_rounds_tile"])
+VARIANTS["topk k=256 16384x2048 bf16"] += [("halves, halving rounds", {"topk_rounds_tile": True}),
+                                           ("halves, halving rounds, 8 worker warps",
+                                            {"topk_rounds_tile": True, "sort_worker_warps": 8})]
 
 # whole-number upscaling at input resolution (gather_upscale.py, session 29; prepared, off by default): nearest
 # x2 as one dense load + broadcast + dense store per block, bilinear x2 as 9 gathered source tiles blended per
@@ -435,7 +439,8 @@ for _label in ("topk k=50 vocab 1024x32000 bf16", "sort vocab 256x32000 fp32"):
     VARIANTS[_label] = [("chunks of 4096 (default)", {}),
                         ("chunks of 2048", {"long_chunk": 2048}),
                         ("chunks of 1024", {"long_chunk": 1024}),
-                        ("chunks of 4096, 8 worker warps", {"sort_worker_warps": 8})]
+                        ("chunks of 4096, 8 worker warps", {"sort_worker_warps": 8}),
+                        ("chunks of 4096, whole chunk sorts", {"topk_rounds": False})]
 
 
 def _tables() -> list[dict]:

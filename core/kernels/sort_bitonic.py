@@ -20,8 +20,12 @@ SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 # "sort_worker_warps": num_worker_warps of the sort kernel (None: the compiler's choice); "sort_form": "halves"
 # (each stage extracts the two halves of every pair group and puts max/min back with ct.cat) or "partner" (each
 # stage builds the partner tile, key i ^ j, and keeps max or min in place by a column mask)
-# "long_chunk": elements per chunk sort of lines longer than MAX_SORT_LINE (sort_long.py)
-SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096}
+# "long_chunk": elements per chunk sort of lines longer than MAX_SORT_LINE (sort_long.py); "topk_rounds" /
+# "topk_rounds_tile": a top-k of a chunk (sort_long.py) / of a whole line (here) by sorted groups of k and halving
+# rounds (network_lines' `keep`) instead of a whole sort (the second off until a GPU times it against the sort
+# that session 25 measured: topk k=256 16384x2048 bf16 3.666 ms, 0.18x eager)
+SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096, "topk_rounds": True,
+               "topk_rounds_tile": False}
 I = "    "
 
 
@@ -59,12 +63,37 @@ def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False) -> list[st
             f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))"]
 
 
-def network_lines(bm: str, bn: int, bn_name: str = "BN") -> list[str]:
+def network_lines(bm: str, bn: int, bn_name: str = "BN", keep: int | None = None) -> list[str]:
     """The compare-exchange stages sorting the (bm, bn) int64 tile `keys` descending along its last dim (`bm`,
-    `bn_name`: the names of its extents in the kernel; `cols`: the tile's column indices, for the partner form)."""
-    L: list[str] = []
+    `bn_name`: the names of its extents in the kernel; `cols`: the tile's column indices, for the partner form).
+
+    With `keep` (a power of two below bn) only the first `keep` keys are wanted, and `keys` ends as a (bm, keep)
+    tile: groups of `keep` are sorted in alternating directions (the network's stages up to that size), then each
+    round keeps the elementwise maximum of every descending group and its ascending neighbour (a bitonic sequence
+    holding the pair's top `keep`) and merges it (log2 keep stages over half the keys): log2 keep (log2 keep + 1) / 2
+    stages over bn keys plus (log2 keep + 1) over bn / 2 + bn / 4 + ... instead of log2 bn (log2 bn + 1) / 2."""
     partner = SORT_TUNING["sort_form"] == "partner"
-    for size, j in stages(bn):
+    if keep is None or keep >= bn:
+        return _stage_lines(bm, bn, bn_name, stages(bn), partner)
+    L = _stage_lines(bm, bn, bn_name, stages(keep), partner)
+    n = bn
+    merge = [s for s in stages(keep) if s[0] == keep]
+    while n > keep:
+        g = n // (2 * keep)
+        L += [f"{I}v = ct.reshape(keys, ({bm}, {g}, 2, {keep}))",
+              f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=({bm}, {g}, 1, {keep}))",
+              f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=({bm}, {g}, 1, {keep}))",
+              f"{I}keys = ct.reshape(ct.maximum(a, b), ({bm}, {n // 2}))  # each pair's top {keep}, bitonic"]
+        n //= 2
+        L += _stage_lines(bm, n, str(n), merge, False)
+    return L
+
+
+def _stage_lines(bm: str, bn: int, bn_name: str, stage_list: list[tuple[int, int]], partner: bool) -> list[str]:
+    """Compare-exchange stages (size, j) over the (bm, bn) tile `keys`: a group of `size` descending where its
+    bit `size` of the column is clear, ascending otherwise; size == bn: the whole line descending."""
+    L: list[str] = []
+    for size, j in stage_list:
         g = bn // (2 * j)
         L += [f"{I}v = ct.reshape(keys, ({bm}, {g}, 2, {j}))",
               f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=({bm}, {g}, 1, {j}))",
@@ -131,8 +160,11 @@ def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows
     L = line_kernel_head(kid, spec, x, f'{op}: lines of {n} sorted {"descending" if largest else "ascending"} '
                          f'by a bitonic network ({BM} lines per block), the first {k} stored', sort=True)
     L += packed_keys(largest, n)
-    L += network_lines("BM", BN)
-    L += [f"{I}top = ct.extract(keys, index=(0, 0), shape=(BM, BK))" if BK < BN else f"{I}top = keys"]
+    if SORT_TUNING["topk_rounds_tile"] and BK < BN:
+        L += network_lines("BM", BN, keep=BK) + [f"{I}top = keys"]
+    else:
+        L += network_lines("BM", BN)
+        L += [f"{I}top = ct.extract(keys, index=(0, 0), shape=(BM, BK))" if BK < BN else f"{I}top = keys"]
     L += decode_lines(largest, "top", "BN")
     for o, kind in zip(spec.outputs, kinds):
         tile = "top_val" if kind == 0 else "top_col"

@@ -8,7 +8,9 @@ PyTorch's order with ties at the lower index first and NaN first for largest=Tru
 
 1. chunks: every (line, chunk of C elements) block sorts its chunk's keys descending with the bitonic network of
    sort_bitonic.py and stores the first KC = min(C, next power of two >= k) of them to a (lines, chunks, KC)
-   scratch buffer (a key past its chunk's first KC has at least KC >= k larger keys: never in the top k);
+   scratch buffer (a key past its chunk's first KC has at least KC >= k larger keys: never in the top k); for
+   KC < C by groups of KC and halving rounds (SORT_TUNING["topk_rounds"]: 3x fewer compare-exchanges for KC = 64
+   of 4096) rather than a whole sort;
 2. ranks: every kept key finds, in each chunk's sorted run, how many keys are larger by a binary search (log2 KC + 1
    gathers; in its own chunk that is its position), adds them up to its rank in the whole line (exact: keys are
    unique) and, when the rank is below k, scatters its value and column to output position `rank`. A run
@@ -58,8 +60,12 @@ def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: li
             ".astype(ct.float32)",
             f"{I}cols = ch * C + ct.broadcast_to(ct.arange(C, dtype=ct.int32)[None, :], (1, C))"]
     sort += packed_keys(largest, n, span=str(P))
-    sort += network_lines("1", C, "C")
-    sort += [f"{I}keys = ct.extract(keys, index=(0, 0), shape=(1, KC))" if KC < C else "",
+    if SORT_TUNING["topk_rounds"]:
+        sort += network_lines("1", C, "C", keep=KC)
+    else:
+        sort += network_lines("1", C, "C")
+        sort += [f"{I}keys = ct.extract(keys, index=(0, 0), shape=(1, KC))" if KC < C else ""]
+    sort += [
              f"{I}ct.store(S, index=(row, ch, 0), tile=ct.reshape(keys, (1, 1, KC)))"]
     outs = [out_param(o) for o in spec.outputs]
     rank = ["@ct.kernel",

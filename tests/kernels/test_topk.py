@@ -45,19 +45,31 @@ def test_topk_compiles_for_sm90_and_sm100(name):
     compile_spec(test_topk_gpu.topk_spec(name, shape, "bfloat16"))
 
 
-@pytest.mark.parametrize("packed", [True, False, "bitonic", "partner"],
-                         ids=["packed_keys", "four_reductions", "bitonic", "bitonic_partner_form"])
+def test_topk_by_halving_rounds_compiles_for_sm90_and_sm100(monkeypatch):
+    """SORT_TUNING["topk_rounds_tile"] (prepared, off): a large top-k of whole lines by sorted groups of k and
+    halving rounds."""
+    from tilestudio.core.kernels import sort_bitonic
+
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", True)
+    source = compile_spec(test_topk_gpu.topk_spec("topk_k256", (128, 4096), "bfloat16"))
+    assert "each pair's top 256" in source.code
+
+
+@pytest.mark.parametrize("packed", [True, False, "bitonic", "partner", "rounds"],
+                         ids=["packed_keys", "four_reductions", "bitonic", "bitonic_partner_form", "bitonic_rounds"])
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_special_values_on_the_emulator(largest, packed, monkeypatch):
     from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
 
-    if packed in ("bitonic", "partner"):  # the whole-line sort that k above MAX_K takes
+    if packed in ("bitonic", "partner", "rounds"):  # the whole-line sort that k above MAX_K takes
         monkeypatch.setattr(topk, "MAX_K", 2)
-        monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", "halves" if packed == "bitonic" else "partner")
+        monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", "partner" if packed == "partner" else "halves")
+        monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", packed == "rounds")
     monkeypatch.setitem(topk.TUNING, "packed_keys", bool(packed))
     spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), "[torch.randn(4, 9)]", "topk")
     source = generate_kernel(spec)
-    assert not source.skeleton and (packed not in ("bitonic", "partner")) == ("ct.cat(" not in source.code)
+    assert not source.skeleton and (packed not in ("bitonic", "partner", "rounds")) == ("ct.cat(" not in source.code)
+    assert (packed == "rounds") == ("each pair's top" in source.code)  # the halving rounds
     x = special_rows()
     with emulation():
         got_v, got_i = load_emulated(source)[source.launch_name](x)
@@ -94,21 +106,25 @@ def test_topk_and_sort_beyond_one_tile_sort_chunks_and_rank_runs(expr, n):
 LONG = [("torch.topk(x, 5)", (3, 100), lambda x: torch.sort(x, descending=True, stable=True), 5),
         ("torch.topk(x, 20, largest=False)", (3, 70), lambda x: torch.sort(x, stable=True), 20),
         ("torch.topk(x, 16)", (2, 64), lambda x: torch.sort(x, descending=True, stable=True), 16),  # k = a chunk
+        ("torch.topk(x, 3, dim=0)", (50, 2), lambda x: torch.sort(x, dim=0, descending=True, stable=True), 3),
+        ("torch.topk(x, 1, largest=False)", (2, 90), lambda x: torch.sort(x, stable=True), 1),
         ("torch.sort(x, descending=True)", (2, 53), lambda x: torch.sort(x, descending=True, stable=True), 53),
         ("torch.sort(x, dim=0)", (40, 3), lambda x: torch.sort(x, dim=0, stable=True), 40),
         ("torch.argsort(x, dim=1)", (2, 37, 3), lambda x: (None, torch.argsort(x, dim=1, stable=True)), 37)]
 
 
-@pytest.mark.parametrize("form", ["halves", "partner"])
+@pytest.mark.parametrize("form", ["halves", "partner", "whole_sorts"])
 @pytest.mark.parametrize("case", range(len(LONG)), ids=[f"{c[0]}-{c[1]}" for c in LONG])
 def test_long_lines_give_pytorchs_order_on_the_emulator(case, form, monkeypatch):
     """Chunk sort + ranks with chunks of 16 (so a few dozen elements make several runs): values and indices
     exactly PyTorch's stable order, NaN first for the largest and last for the smallest, infinities as values,
-    ties (many repeats of one value, across chunks) at the lower index first."""
+    ties (many repeats of one value, across chunks) at the lower index first. A chunk's top k by halving rounds
+    (the default) and, `whole_sorts`, by sorting the whole chunk."""
     from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
 
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "long_chunk", 16)
-    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", form)
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", "partner" if form == "partner" else "halves")
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds", form != "whole_sorts")
     monkeypatch.setattr(topk, "MAX_LINE", 32)
     monkeypatch.setattr(topk, "MAX_SORT_LINE", 16)
     expr, shape, ref, k = LONG[case]

@@ -78,3 +78,14 @@ def test_topk_special_values_on_gpu():
         torch.testing.assert_close(got_v.cpu().double(), want_v, rtol=0, atol=0, equal_nan=True)
         picked = x.double().gather(1, got_i.cpu())
         torch.testing.assert_close(picked, want_v, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", VARIANTS["topk_k256"][1], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_topk_by_halving_rounds(shape, dtype, monkeypatch):
+    """SORT_TUNING["topk_rounds_tile"] (prepared, off by default): top-256 by sorted groups and halving rounds."""
+    from tilestudio.core.kernels import sort_bitonic
+
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", True)
+    result = run_check(topk_spec("topk_k256", shape, dtype), make_inputs(), CHECK)
+    assert result.ok, result.message
