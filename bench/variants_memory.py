@@ -436,11 +436,13 @@ for _label in ("upsample nearest x2 32x128x128x128 bf16", "upsample bilinear x2 
 # long lines (sort_long.py, session 29): chunk length of the chunk sorts (the rank kernel's searches grow with the
 # number of chunks, the sorts with log2 of their length)
 for _label in ("topk k=50 vocab 1024x32000 bf16", "sort vocab 256x32000 fp32"):
-    VARIANTS[_label] = [("chunks of 4096 (default)", {}),
+    VARIANTS[_label] = [("chunks of 4096, 128 keys per rank block (default)", {}),
                         ("chunks of 2048", {"long_chunk": 2048}),
                         ("chunks of 1024", {"long_chunk": 1024}),
                         ("chunks of 4096, 8 worker warps", {"sort_worker_warps": 8}),
-                        ("chunks of 4096, whole chunk sorts", {"topk_rounds": False})]
+                        ("chunks of 4096, whole chunk sorts", {"topk_rounds": False}),
+                        ("chunks of 4096, 256 keys per rank block", {"rank_tile": 256}),
+                        ("chunks of 4096, 1024 keys per rank block", {"rank_tile": 1024})]
 
 
 def _tables() -> list[dict]:

@@ -288,7 +288,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # whole-number upscaling at input resolution (gather_upscale.py: nearest by 2^k, bilinear x2): one dense store of
     # a (fh*BH, fw*BW) output tile per block of "upscale_tile_elems" outputs instead of per-pixel gathers. Prepared
     # (compiled and emulated in CI), off until a GPU run times it against the gathers (session 28 had no GPU):
-    # session 25, H200, 32x128x128x128 bf16 x2: nearest gathers 0.346 ms (0.46 of copy), bilinear 1.400 (0.11)
+    # session 25, H200, 32x128x128x128 bf16 x2: nearest gathers 0.346 ms (0.46 of copy), bilinear 1.400 (0.11).
+    # sm_90 SASS per thread (bench/sass_widths.py --ops): nearest 32 LDG.U16 + 568 instructions -> one LDG.128 +
+    # 224; bilinear R236, 128 LDG.U16, 1800 instructions -> R106, 72 LDG.U16, 864
     "upscale_whole": False,
     "upscale_tile_elems": 4096,
     # zero padding of the last one/two dims as shifted 32-bit word copies (gather_words.py) instead of per-element

@@ -24,8 +24,10 @@ SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 # "topk_rounds_tile": a top-k of a chunk (sort_long.py) / of a whole line (here) by sorted groups of k and halving
 # rounds (network_lines' `keep`) instead of a whole sort (the second off until a GPU times it against the sort
 # that session 25 measured: topk k=256 16384x2048 bf16 3.666 ms, 0.18x eager)
+# "rank_tile": kept keys per block of sort_long.py's rank kernel (sm_90, the 32000-element sort: 128 compiles to
+# R64 and no shared memory, 1024 to R254 and 230 KB of shared memory per block, one block per SM)
 SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096, "topk_rounds": True,
-               "topk_rounds_tile": False}
+               "topk_rounds_tile": False, "rank_tile": 128}
 I = "    "
 
 

@@ -30,7 +30,6 @@ from .sort_bitonic import SORT_TUNING, decode_lines, line_wrapper_head, network_
 
 INT64_MIN = "-9223372036854775808"
 I = "    "
-RANK_TILE = 1024  # kept keys per block of the rank kernel
 
 
 def plan(n: int, k: int) -> tuple[int, int, int, int]:
@@ -38,7 +37,7 @@ def plan(n: int, k: int) -> tuple[int, int, int, int]:
     C = min(int(SORT_TUNING["long_chunk"]), pow2_at_least(n, 2))
     NC = -(-n // C)
     KC = min(C, pow2_at_least(k))
-    return C, NC, KC, min(KC, RANK_TILE)
+    return C, NC, KC, min(KC, int(SORT_TUNING["rank_tile"]))
 
 
 def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: list[int],
