@@ -81,14 +81,18 @@ def network_lines(bm: str, bn: int, bn_name: str = "BN", keep: int | None = None
     n = bn
     merge = [s for s in stages(keep) if s[0] == keep]
     while n > keep:
-        g = n // (2 * keep)
-        L += [f"{I}v = ct.reshape(keys, ({bm}, {g}, 2, {keep}))",
-              f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=({bm}, {g}, 1, {keep}))",
-              f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=({bm}, {g}, 1, {keep}))",
-              f"{I}keys = ct.reshape(ct.maximum(a, b), ({bm}, {n // 2}))  # each pair's top {keep}, bitonic"]
+        L += _halves(bm, n // (2 * keep), keep)
+        L.append(f"{I}keys = ct.reshape(ct.maximum(a, b), ({bm}, {n // 2}))  # each pair's top {keep}, bitonic")
         n //= 2
         L += _stage_lines(bm, n, str(n), merge, False)
     return L
+
+
+def _halves(bm: str, g: int, j: int) -> list[str]:
+    """`keys` viewed as (bm, g, 2, j): `a` and `b`, the first and second half of every group of 2j."""
+    return [f"{I}v = ct.reshape(keys, ({bm}, {g}, 2, {j}))",
+            f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=({bm}, {g}, 1, {j}))",
+            f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=({bm}, {g}, 1, {j}))"]
 
 
 def _stage_lines(bm: str, bn: int, bn_name: str, stage_list: list[tuple[int, int]], partner: bool) -> list[str]:
@@ -97,9 +101,7 @@ def _stage_lines(bm: str, bn: int, bn_name: str, stage_list: list[tuple[int, int
     L: list[str] = []
     for size, j in stage_list:
         g = bn // (2 * j)
-        L += [f"{I}v = ct.reshape(keys, ({bm}, {g}, 2, {j}))",
-              f"{I}a = ct.extract(v, index=(0, 0, 0, 0), shape=({bm}, {g}, 1, {j}))",
-              f"{I}b = ct.extract(v, index=(0, 0, 1, 0), shape=({bm}, {g}, 1, {j}))"]
+        L += _halves(bm, g, j)
         if partner:
             L += [f"{I}p = ct.reshape(ct.cat((b, a), 2), ({bm}, {bn_name}))",
                   f"{I}keep_max = ((cols & {j}) == 0)" + ("" if size == bn else f" == ((cols & {size}) == 0)"),

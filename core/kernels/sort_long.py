@@ -63,9 +63,9 @@ def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: li
         sort += network_lines("1", C, "C", keep=KC)
     else:
         sort += network_lines("1", C, "C")
-        sort += [f"{I}keys = ct.extract(keys, index=(0, 0), shape=(1, KC))" if KC < C else ""]
-    sort += [
-             f"{I}ct.store(S, index=(row, ch, 0), tile=ct.reshape(keys, (1, 1, KC)))"]
+        if KC < C:
+            sort.append(f"{I}keys = ct.extract(keys, index=(0, 0), shape=(1, KC))")
+    sort.append(f"{I}ct.store(S, index=(row, ch, 0), tile=ct.reshape(keys, (1, 1, KC)))")
     outs = [out_param(o) for o in spec.outputs]
     rank = ["@ct.kernel",
             f"def {kid}_rank_kernel(S, {', '.join(outs)}, T: ct.Constant[int]):",
@@ -91,7 +91,7 @@ def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: li
     for o, kind in zip(outs, kinds):
         tile = "top_val" if kind == 0 else "top_col"
         rank.append(f"{I}ct.scatter({o}, (row, place), {tile}.astype({o}.dtype), mask=keep)")
-    return ["\n".join(line for line in sort if line), "\n".join(rank)], C, NC, KC, T
+    return ["\n".join(sort), "\n".join(rank)], C, NC, KC, T
 
 
 def generate(spec, rec, x, shape, dim, k, largest, rows, kinds, packed_keys):

@@ -80,9 +80,9 @@ def _select_lines(largest: bool) -> list[str]:
 
 def _packed_keys(largest: bool, n: int, span: str = "BN") -> list[str]:
     """The (BM, BN) int64 keys: rank (int32, larger = selected earlier) << 32 | (span - 1 - column); padding columns
-    (column >= n) the smallest key. Ranks: the float's bits with the magnitude bits flipped for negatives (order-preserving as
-    signed integers), complemented for largest=False; NaN (any sign, any payload) ranks first for largest and
-    last otherwise, as in PyTorch."""
+    (column >= n) the smallest key. Ranks: the float's bits with the magnitude bits flipped for negatives
+    (order-preserving as signed integers), complemented for largest=False; NaN (any sign, any payload) ranks first
+    for largest and last otherwise, as in PyTorch."""
     rank = "okey" if largest else "~okey"
     nan_rank = "2147483647" if largest else "-2147483648"
     return [f"{I}bits = ct.bitcast(t, ct.int32)",
