@@ -125,7 +125,7 @@ def decode_lines(largest: bool, key: str, span: str) -> list[str]:
     okey = "rank" if largest else "~rank"
     return [f"{I}rank = ({key} >> 32).astype(ct.int32)",
             f"{I}okey = {okey}",
-            f"{I}bits = ct.where(okey < 0, okey ^ 2147483647, okey)",
+            f"{I}bits = ct.where(okey < 0, (okey - 1) ^ 2147483647, okey)",
             f"{I}top_val = ct.where(rank == {nan_rank}, math.nan, ct.bitcast(bits, ct.float32))",
             f"{I}top_col = {span} - 1 - ({key} & 4294967295).astype(ct.int32)"]
 

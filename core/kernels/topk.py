@@ -81,12 +81,13 @@ def _select_lines(largest: bool) -> list[str]:
 def _packed_keys(largest: bool, n: int, span: str = "BN") -> list[str]:
     """The (BM, BN) int64 keys: rank (int32, larger = selected earlier) << 32 | (span - 1 - column); padding columns
     (column >= n) the smallest key. Ranks: the float's bits with the magnitude bits flipped for negatives
-    (order-preserving as signed integers), complemented for largest=False; NaN (any sign, any payload) ranks first
-    for largest and last otherwise, as in PyTorch."""
+    (order-preserving as signed integers) and moved up one, so that -0.0 ranks with +0.0 (equal to PyTorch, and
+    kept in index order; a -0.0 comes back as +0.0), complemented for largest=False; NaN (any sign, any payload)
+    ranks first for largest and last otherwise, as in PyTorch."""
     rank = "okey" if largest else "~okey"
     nan_rank = "2147483647" if largest else "-2147483648"
     return [f"{I}bits = ct.bitcast(t, ct.int32)",
-            f"{I}okey = ct.where(bits < 0, bits ^ 2147483647, bits)",
+            f"{I}okey = ct.where(bits < 0, (bits ^ 2147483647) + 1, bits)  # -0.0 ranks with +0.0",
             f"{I}rank = ct.where(t != t, {nan_rank}, {rank})",
             f"{I}keys = (rank.astype(ct.int64) << 32) | ({span} - 1 - cols).astype(ct.int64)",
             f"{I}keys = ct.where(cols >= {n}, {INT64_MIN}, keys)  # the tile's padding columns"]
@@ -101,7 +102,7 @@ def _packed_round(largest: bool) -> list[str]:
             f"{I}{I}col = BN - 1 - (best & 4294967295).astype(ct.int32)",
             f"{I}{I}best_rank = (best >> 32).astype(ct.int32)",
             f"{I}{I}best_key = {okey}",
-            f"{I}{I}best_bits = ct.where(best_key < 0, best_key ^ 2147483647, best_key)",
+            f"{I}{I}best_bits = ct.where(best_key < 0, (best_key - 1) ^ 2147483647, best_key)",
             f"{I}{I}val = ct.where(best_rank == {nan_rank}, math.nan, ct.bitcast(best_bits, ct.float32))"]
 
 

@@ -135,6 +135,7 @@ def test_long_lines_give_pytorchs_order_on_the_emulator(case, form, monkeypatch)
     flat = x.view(-1)
     flat[::5] = flat[1]  # repeats of one value in every chunk
     flat[3], flat[11], flat[12], flat[30] = math.nan, math.inf, -math.inf, math.nan
+    flat[7], flat[8], flat[19], flat[22] = 0.0, -0.0, -0.0, 0.0  # signed zeros tie, across chunks too
     with emulation():
         got = load_emulated(source)[source.launch_name](x)
     want_v, want_i = ref(x)
@@ -145,3 +146,29 @@ def test_long_lines_give_pytorchs_order_on_the_emulator(case, form, monkeypatch)
     got_v, got_i = got
     torch.testing.assert_close(got_v, want_v.narrow(dim, 0, k), rtol=0, atol=0, equal_nan=True)
     assert torch.equal(got_i, want_i.narrow(dim, 0, k))
+
+
+@pytest.mark.parametrize("expr", ["torch.sort(x, stable=True)", "torch.sort(x, descending=True)",
+                                  "torch.topk(x, 7)", "torch.topk(x, 7, largest=False)", "torch.argsort(x)"])
+def test_signed_zeros_tie_in_index_order_on_the_emulator(expr):
+    """-0.0 and +0.0 are equal to PyTorch: a stable sort and a top-k keep them in index order (the packed keys map
+    both to one rank), whether the line is sorted whole or selected key by key."""
+    from tilestudio.core.kernels import generate_kernel
+
+    spec = snippet_spec(forward(expr), "[torch.randn(3, 12)]", "topk")
+    source = generate_kernel(spec)
+    assert not source.skeleton
+    x = torch.tensor([[0.0, -0.0, 1.0, -0.0, 0.0, -1.0, -0.0, 2.0, 0.0, -0.0, -2.0, 0.0],
+                      [-0.0] * 6 + [0.0] * 6,
+                      [3.0, -0.0, -5e-45, 0.0, 5e-45, -0.0, 0.0, -3.0, -0.0, 0.0, 1e-38, -1e-38]])
+    with emulation():
+        got = load_emulated(source)[source.launch_name](x)
+    descending = "descending=True" in expr or ("topk" in expr and "largest=False" not in expr)
+    want_v, want_i = torch.sort(x, descending=descending, stable=True)
+    if "argsort" in expr:
+        assert torch.equal(got, want_i)
+        return
+    k = 7 if "topk" in expr else 12
+    got_v, got_i = got
+    assert torch.equal(got_i, want_i[:, :k])
+    assert torch.equal(got_v, want_v[:, :k])  # values equal (a -0.0 may come back as +0.0)
