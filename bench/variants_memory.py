@@ -445,6 +445,19 @@ for _label in ("topk k=50 vocab 1024x32000 bf16", "sort vocab 256x32000 fp32"):
                         ("chunks of 4096, 1024 keys per rank block", {"rank_tile": 1024})]
 
 
+# the occupancy hint (session 30, SORT_TUNING["sort_occupancy"]): without it the compiler stages the network's
+# layout changes through ~200 KB of shared memory per block (one block per SM) whatever the tile's size; at
+# occupancy 4 the sm_90 cubins take 33 KB and ~25% fewer instructions (sort 4096: R128 S33792 I22392 against
+# R128 S197616 I31088), at 2 about 80 KB; 8 does not fit and is ignored
+for _label in ("sort 4096 per line 8192x4096 fp32", "topk k=256 16384x2048 bf16", "topk k=50 vocab 1024x32000 bf16",
+               "sort vocab 256x32000 fp32"):
+    VARIANTS.setdefault(_label, [("default", {})])
+    VARIANTS[_label] += [("occupancy 4", {"sort_occupancy": 4}), ("occupancy 2", {"sort_occupancy": 2})]
+VARIANTS["topk k=256 16384x2048 bf16"] += [("halving rounds, occupancy 4", {"topk_rounds_tile": True,
+                                                                             "sort_occupancy": 4})]
+VARIANTS["sort 4096 per line 8192x4096 fp32"] += [("8 worker warps, occupancy 2",
+                                                   {"sort_worker_warps": 8, "sort_occupancy": 2})]
+
 def _tables() -> list[dict]:
     """The tuning tables a variant's overrides may name (each key lives in exactly one)."""
     from tilestudio.core.kernels.expr_math import MATH_TUNING

@@ -13,6 +13,7 @@ Padding columns hold the smallest key and sort to the end; stores past the line 
 from __future__ import annotations
 
 from .base import pow2_at_least
+from .gemm_common import kernel_decorator
 from .indexing import array_param, out_param, wrapper_head
 
 MAX_SORT_LINE = 4096  # elements of one line sorted in one tile
@@ -26,8 +27,12 @@ SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 # that session 25 measured: topk k=256 16384x2048 bf16 3.666 ms, 0.18x eager)
 # "rank_tile": kept keys per block of sort_long.py's rank kernel (sm_90, the 32000-element sort: 128 compiles to
 # R64 and no shared memory, 1024 to R254 and 230 KB of shared memory per block, one block per SM)
+# "sort_occupancy": the sort kernels' occupancy hint (None: none). Without one the compiler stages the network's
+# layout changes through ~170-200 KB of shared memory per block whatever the tile's size (one block per SM); at 4
+# the sm_90 cubins take 33 KB and a quarter fewer instructions, spill-free (session 30; off until a GPU times it)
 SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096, "topk_rounds": True,
-               "topk_rounds_tile": False, "rank_tile": 128}
+               "topk_rounds_tile": False, "rank_tile": 128,
+               "sort_occupancy": None}
 I = "    "
 
 
@@ -54,8 +59,7 @@ def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False) -> list[st
     tile `t` of lines in float32 and its column indices `cols`."""
     xp = array_param(x)
     params = [xp] + [out_param(o) for o in spec.outputs]
-    warps = SORT_TUNING["sort_worker_warps"] if sort else None
-    return [f"@ct.kernel(num_worker_warps={warps})" if warps else "@ct.kernel",
+    return [sort_decorator() if sort else "@ct.kernel",
             f"def {kid}_kernel({', '.join(params)}, BM: ct.Constant[int], BN: ct.Constant[int], "
             "BK: ct.Constant[int]):",
             f'{I}"""{doc}"""',
@@ -63,6 +67,11 @@ def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False) -> list[st
             f"{I}t = ct.load({xp}, index=(pid, 0), shape=(BM, BN), padding_mode=ct.PaddingMode.ZERO)"
             ".astype(ct.float32)",
             f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))"]
+
+
+def sort_decorator() -> str:
+    """The sort kernels' @ct.kernel line, with SORT_TUNING's worker warps and occupancy hint where set."""
+    return kernel_decorator(SORT_TUNING["sort_occupancy"], worker_warps=SORT_TUNING["sort_worker_warps"])
 
 
 def network_lines(bm: str, bn: int, bn_name: str = "BN", keep: int | None = None) -> list[str]:

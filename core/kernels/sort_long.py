@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .base import pow2_at_least
 from .indexing import array_param, module, out_param, ret_outputs
-from .sort_bitonic import SORT_TUNING, decode_lines, line_wrapper_head, network_lines
+from .sort_bitonic import SORT_TUNING, decode_lines, line_wrapper_head, network_lines, sort_decorator
 
 INT64_MIN = "-9223372036854775808"
 I = "    "
@@ -46,9 +46,8 @@ def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: li
     C, NC, KC, T = plan(n, k)
     P = C * NC
     xp = array_param(x)
-    warps = SORT_TUNING["sort_worker_warps"]
     order = "descending" if largest else "ascending"
-    sort = [f"@ct.kernel(num_worker_warps={warps})" if warps else "@ct.kernel",
+    sort = [sort_decorator(),
             f"def {kid}_chunks_kernel({xp}, S, C: ct.Constant[int], KC: ct.Constant[int]):",
             f'{I}"""{op}: chunk {order} sort of lines of {n} ({NC} chunks of {C}, the first {KC} keys of each '
             'kept)"""',

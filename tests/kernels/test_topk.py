@@ -55,6 +55,21 @@ def test_topk_by_halving_rounds_compiles_for_sm90_and_sm100(monkeypatch):
     assert "each pair's top 256" in source.code
 
 
+@pytest.mark.parametrize("name", ["sort_long", "topk_vocab_k50"])
+def test_sort_occupancy_hint_compiles_and_shrinks_shared_memory(name, monkeypatch):
+    """SORT_TUNING["sort_occupancy"] (prepared, off): the hint reaches the sort kernels' decorators, and on sm_90
+    the sort's static shared memory fits four blocks per SM (without it the compiler takes ~200 KB per block)."""
+    from tilestudio.core.kernels import aot, sort_bitonic
+
+    spec = test_topk_gpu.topk_spec(name, test_topk_gpu.VARIANTS[name][1][1], "float32")
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_occupancy", 4)
+    source = compile_spec(spec)
+    assert "@ct.kernel(occupancy=4)" in source.code
+    shared = [aot.shared_memory_bytes(aot.compile_cubin(r, "sm_90", specialize=True))
+              for r in aot.trace_launches(source, spec)[:1]]
+    assert shared[0] <= 228 * 1024 // 4, shared
+
+
 @pytest.mark.parametrize("packed", [True, False, "bitonic", "partner", "rounds"],
                          ids=["packed_keys", "four_reductions", "bitonic", "bitonic_partner_form", "bitonic_rounds"])
 @pytest.mark.parametrize("largest", [True, False])
