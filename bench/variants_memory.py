@@ -409,54 +409,56 @@ VARIANTS[_STRIDED] = [
     ("(32, 128) tiles, no TMA", {"elementwise_load_hint": ", allow_tma=False", "elementwise_store_hint": ", allow_tma=False"}),
 ]
 
-# the bitonic sort's stage form and warps (sort_bitonic.SORT_TUNING; sm_90: the compiler's 4 warps R138 with 193 KB
-# shared per block, 8 worker warps R110 185 KB and a third of the instructions per thread; the partner form 65 KB
-# but R250, spilling 392 bytes on 4 warps)
+# The sort kernels (sort_bitonic.SORT_TUNING). Session 30's H100 timings switched on the occupancy hint
+# ("sort_occupancy" 4: without it the compiler stages the network's layout changes through ~200 KB of shared memory
+# per block whatever the tile's size, one block per SM; at 4 the sm_90 cubins take 33 KB and ~25% fewer
+# instructions, at 2 about 80 KB; 8 does not fit and is ignored) and a large top-k of whole lines by sorted groups
+# of k and halving rounds ("topk_rounds_tile"). The stage form: "halves" (the default) or "partner" (65 KB but
+# R250 and spills on the compiler's warps)
+_NO_HINT = {"sort_occupancy": None}
 for _label in ("sort 4096 per line 8192x4096 fp32", "topk k=256 16384x2048 bf16"):
-    VARIANTS[_label] = [("halves, compiler's warps", {"sort_worker_warps": None, "sort_form": "halves"}),
-                        ("halves, 8 worker warps", {"sort_worker_warps": 8, "sort_form": "halves"}),
-                        ("partner, 8 worker warps", {"sort_worker_warps": 8, "sort_form": "partner"}),
-                        ("partner, compiler's warps", {"sort_worker_warps": None, "sort_form": "partner"})]
-# a large top-k by sorted groups of k and halving rounds (session 29, SORT_TUNING["topk_rounds_tile"])
-VARIANTS["topk k=256 16384x2048 bf16"] += [("halves, halving rounds", {"topk_rounds_tile": True}),
-                                           ("halves, halving rounds, 8 worker warps",
-                                            {"topk_rounds_tile": True, "sort_worker_warps": 8})]
+    VARIANTS[_label] = [("occupancy 4 (default since session 31)", {}),
+                        ("no occupancy hint (before session 31)", _NO_HINT),
+                        ("occupancy 2", {"sort_occupancy": 2}),
+                        ("occupancy 4, 8 worker warps", {"sort_worker_warps": 8}),
+                        ("occupancy 2, 8 worker warps", {"sort_occupancy": 2, "sort_worker_warps": 8}),
+                        ("partner form, occupancy 4", {"sort_form": "partner"}),
+                        ("partner form, 8 worker warps, no hint", {"sort_form": "partner", "sort_worker_warps": 8,
+                                                                  **_NO_HINT})]
+VARIANTS["topk k=256 16384x2048 bf16"][:2] = [
+    ("halving rounds, occupancy 4 (default since session 31)", {}),
+    ("whole-line sort, no occupancy hint (before session 31)", {"topk_rounds_tile": False, **_NO_HINT}),
+    ("whole-line sort, occupancy 4", {"topk_rounds_tile": False}),
+    ("halving rounds, no occupancy hint", _NO_HINT)]
 
-# whole-number upscaling at input resolution (gather_upscale.py, session 29; prepared, off by default): nearest
-# x2 as one dense load + broadcast + dense store per block, bilinear x2 as 9 gathered source tiles blended per
-# 4 outputs; the generic layout maps every output pixel to its source in float32 and gathers 1 / 4 values
+# whole-number upscaling at input resolution (gather_upscale.py, session 29; the default since session 31 at 2048
+# outputs per block): nearest x2 as one dense load + broadcast + dense store per block, bilinear x2 as 9 gathered
+# source tiles blended per 4 outputs; the generic layout maps every output pixel to its source in float32 and
+# gathers 1 / 4 values
 for _label in ("upsample nearest x2 32x128x128x128 bf16", "upsample bilinear x2 32x128x128x128 bf16"):
-    VARIANTS[_label] = [("per-pixel gathers (default)", {}),
-                        ("input resolution, 4096 outputs per block", {"upscale_whole": True}),
-                        ("input resolution, 2048 outputs per block", {"upscale_whole": True, "upscale_tile_elems": 2048}),
-                        ("input resolution, 8192 outputs per block", {"upscale_whole": True, "upscale_tile_elems": 8192}),
-                        ("input resolution, 16384 outputs per block",
-                         {"upscale_whole": True, "upscale_tile_elems": 16384})]
+    VARIANTS[_label] = [("input resolution, 2048 outputs per block (default since session 31)", {}),
+                        ("per-pixel gathers (before session 31)", {"upscale_whole": False}),
+                        ("input resolution, 1024 outputs per block", {"upscale_tile_elems": 1024}),
+                        ("input resolution, 4096 outputs per block", {"upscale_tile_elems": 4096})]
 
 # long lines (sort_long.py, session 29): chunk length of the chunk sorts (the rank kernel's searches grow with the
-# number of chunks, the sorts with log2 of their length)
+# number of chunks, the sorts with log2 of their length); occupancy 4 since session 31
 for _label in ("topk k=50 vocab 1024x32000 bf16", "sort vocab 256x32000 fp32"):
-    VARIANTS[_label] = [("chunks of 4096, 128 keys per rank block (default)", {}),
+    VARIANTS[_label] = [("chunks of 4096, 128 keys per rank block, occupancy 4 (default)", {}),
+                        ("no occupancy hint (before session 31)", _NO_HINT),
+                        ("occupancy 2", {"sort_occupancy": 2}),
                         ("chunks of 2048", {"long_chunk": 2048}),
                         ("chunks of 1024", {"long_chunk": 1024}),
                         ("chunks of 4096, 8 worker warps", {"sort_worker_warps": 8}),
                         ("chunks of 4096, whole chunk sorts", {"topk_rounds": False}),
-                        ("chunks of 4096, 256 keys per rank block", {"rank_tile": 256}),
-                        ("chunks of 4096, 1024 keys per rank block", {"rank_tile": 1024})]
+                        ("chunks of 4096, 256 keys per rank block", {"rank_tile": 256})]
 
+# the generic gather kernel's occupancy hint (session 31, MEMORY_TUNING["gather_occupancy"]): sm_90 bucketize
+# compiles to R64 with 132 KB of shared memory per block without one, R57 and 9 KB at 4; unfold R80 -> R96
+for _label in ("bucketize 64M fp32 into 1023 boundaries", "unfold 3x3 pad 1 16x64x56x56 fp16"):
+    VARIANTS[_label] = [("no occupancy hint (default)", {}), ("occupancy 4", {"gather_occupancy": 4}),
+                        ("occupancy 2", {"gather_occupancy": 2}), ("occupancy 8", {"gather_occupancy": 8})]
 
-# the occupancy hint (session 30, SORT_TUNING["sort_occupancy"]): without it the compiler stages the network's
-# layout changes through ~200 KB of shared memory per block (one block per SM) whatever the tile's size; at
-# occupancy 4 the sm_90 cubins take 33 KB and ~25% fewer instructions (sort 4096: R128 S33792 I22392 against
-# R128 S197616 I31088), at 2 about 80 KB; 8 does not fit and is ignored
-for _label in ("sort 4096 per line 8192x4096 fp32", "topk k=256 16384x2048 bf16", "topk k=50 vocab 1024x32000 bf16",
-               "sort vocab 256x32000 fp32"):
-    VARIANTS.setdefault(_label, [("default", {})])
-    VARIANTS[_label] += [("occupancy 4", {"sort_occupancy": 4}), ("occupancy 2", {"sort_occupancy": 2})]
-VARIANTS["topk k=256 16384x2048 bf16"] += [("halving rounds, occupancy 4", {"topk_rounds_tile": True,
-                                                                             "sort_occupancy": 4})]
-VARIANTS["sort 4096 per line 8192x4096 fp32"] += [("8 worker warps, occupancy 2",
-                                                   {"sort_worker_warps": 8, "sort_occupancy": 2})]
 
 def _tables() -> list[dict]:
     """The tuning tables a variant's overrides may name (each key lives in exactly one)."""

@@ -30,6 +30,7 @@ from ..specs import KernelSpec, OpRecord, TensorSpec
 from . import (gather_channels, gather_rearrange, gather_resample, gather_search, gather_upscale, gather_words,
                scatter)
 from .base import KernelSource, Unsupported, pow2_at_least
+from .gemm_common import kernel_decorator
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
                        flat_index, guarded, input_args, input_for, is_ref, module, out_param, output_vars, prod,
@@ -443,7 +444,7 @@ def tiled(spec: KernelSpec, rec: OpRecord, epilogue: list[OpRecord], name: str, 
     BR = pow2_at_least(R, 1, max(1, int(MEMORY_TUNING["gather_tile_elems"]) // BL))
     nlb = -(-L // BL)
     out_params = ["O"] if store_to else [out_param(o) for o in spec.outputs]
-    lines = ["@ct.kernel",
+    lines = [kernel_decorator(MEMORY_TUNING["gather_occupancy"]),
              f"def {name}({', '.join(input_args(spec) + list(extra_params) + out_params)}, "
              f"BR: ct.Constant[int], BL: ct.Constant[int]):",
              f"{I}bid = ct.bid(0)",

@@ -285,14 +285,17 @@ MEMORY_TUNING: dict[str, Any] = {
     "pool_global_tma": None,
     # gather family (embedding, pad, index, ...): output elements per (BR rows x BL <= 1024 columns) tile
     "gather_tile_elems": 4096,
+    # the generic gather kernel's occupancy hint (gather.tiled; None: none). sm_90 SASS without one: bucketize 64M
+    # fp32 into 1023 boundaries takes 132 KB of shared memory per block (one block per SM)
+    "gather_occupancy": None,
     # whole-number upscaling at input resolution (gather_upscale.py: nearest by 2^k, bilinear x2): one dense store of
-    # a (fh*BH, fw*BW) output tile per block of "upscale_tile_elems" outputs instead of per-pixel gathers. Prepared
-    # (compiled and emulated in CI), off until a GPU run times it against the gathers (session 28 had no GPU):
-    # session 25, H200, 32x128x128x128 bf16 x2: nearest gathers 0.346 ms (0.46 of copy), bilinear 1.400 (0.11).
-    # sm_90 SASS per thread (bench/sass_widths.py --ops): nearest 32 LDG.U16 + 568 instructions -> one LDG.128 +
-    # 224; bilinear R236, 128 LDG.U16, 1800 instructions -> R106, 72 LDG.U16, 864
-    "upscale_whole": False,
-    "upscale_tile_elems": 4096,
+    # a (fh*BH, fw*BW) output tile per block of "upscale_tile_elems" outputs instead of per-pixel gathers. H100,
+    # session 30, 32x128x128x128 bf16 x2: nearest gathers 0.344 ms (0.65 of copy) -> 0.233 (0.96, 2.65x eager,
+    # indifferent to the tile's size); bilinear gathers 1.389 -> 0.659 at 2048 outputs per block (4096: 1.245,
+    # 8192: 2.468). sm_90 SASS per thread (bench/sass_widths.py --ops): nearest 32 LDG.U16 + 568 instructions ->
+    # one LDG.128 + 224; bilinear R236, 128 LDG.U16, 1800 instructions -> R106, 72 LDG.U16, 864
+    "upscale_whole": True,
+    "upscale_tile_elems": 2048,
     # zero padding of the last one/two dims as shifted 32-bit word copies (gather_words.py) instead of per-element
     # gathers; words per block. H200, pad (1, 1, 1, 1) 64x128x112x112 fp16, same run (eager 0.331 ms): gathers
     # 0.202 ms (0.50 of a same-size copy); words 2048 per block 0.151 (0.67), 4096 0.158, 8192 0.173

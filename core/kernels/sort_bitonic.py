@@ -23,16 +23,18 @@ SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 # stage builds the partner tile, key i ^ j, and keeps max or min in place by a column mask)
 # "long_chunk": elements per chunk sort of lines longer than MAX_SORT_LINE (sort_long.py); "topk_rounds" /
 # "topk_rounds_tile": a top-k of a chunk (sort_long.py) / of a whole line (here) by sorted groups of k and halving
-# rounds (network_lines' `keep`) instead of a whole sort (the second off until a GPU times it against the sort
-# that session 25 measured: topk k=256 16384x2048 bf16 3.666 ms, 0.18x eager)
+# rounds (network_lines' `keep`) instead of a whole sort (H100, session 30, topk k=256 16384x2048 bf16: the whole
+# sort 3.671 ms, 0.18x eager; halving rounds with occupancy 4 0.803, 0.82x)
 # "rank_tile": kept keys per block of sort_long.py's rank kernel (sm_90, the 32000-element sort: 128 compiles to
 # R64 and no shared memory, 1024 to R254 and 230 KB of shared memory per block, one block per SM)
 # "sort_occupancy": the sort kernels' occupancy hint (None: none). Without one the compiler stages the network's
 # layout changes through ~170-200 KB of shared memory per block whatever the tile's size (one block per SM); at 4
-# the sm_90 cubins take 33 KB and a quarter fewer instructions, spill-free (session 30; off until a GPU times it)
+# the sm_90 cubins take 33 KB and a quarter fewer instructions, spill-free. H100, session 30: sort 4096 per line
+# 8192x4096 fp32 4.534 -> 2.107 ms, top-50 of 1024x32000 bf16 1.675 -> 0.551, sort 256x32000 fp32 1.613 -> 0.841
+# (occupancy 2 and 8 worker warps measured slower than 4)
 SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096, "topk_rounds": True,
-               "topk_rounds_tile": False, "rank_tile": 128,
-               "sort_occupancy": None}
+               "topk_rounds_tile": True, "rank_tile": 128,
+               "sort_occupancy": 4}
 I = "    "
 
 
@@ -127,16 +129,25 @@ def _stage_lines(bm: str, bn: int, bn_name: str, stage_list: list[tuple[int, int
     return L
 
 
+def nan_rank(largest: bool) -> str:
+    """The rank a NaN takes in the packed keys: first for largest, last otherwise (as PyTorch orders NaN)."""
+    return "2147483647" if largest else "-2147483648"
+
+
+def rank_decode(largest: bool, rank: str, okey: str, bits: str, val: str, indent: str) -> list[str]:
+    """The float32 `val` of the packed keys' int32 `rank` (topk._packed_keys' encoding undone: complemented back
+    for largest=False, a negative's shift by one and flipped magnitude bits reversed, NaN restored), through the
+    names `okey` and `bits`."""
+    return [f"{indent}{okey} = {rank if largest else '~' + rank}",
+            f"{indent}{bits} = ct.where({okey} < 0, ({okey} - 1) ^ 2147483647, {okey})",
+            f"{indent}{val} = ct.where({rank} == {nan_rank(largest)}, math.nan, ct.bitcast({bits}, ct.float32))"]
+
+
 def decode_lines(largest: bool, key: str, span: str) -> list[str]:
     """`top_val` (float32, NaN restored) and `top_col` (int32) of the packed keys `key` whose low word is
     span - 1 - column."""
-    nan_rank = "2147483647" if largest else "-2147483648"
-    okey = "rank" if largest else "~rank"
-    return [f"{I}rank = ({key} >> 32).astype(ct.int32)",
-            f"{I}okey = {okey}",
-            f"{I}bits = ct.where(okey < 0, (okey - 1) ^ 2147483647, okey)",
-            f"{I}top_val = ct.where(rank == {nan_rank}, math.nan, ct.bitcast(bits, ct.float32))",
-            f"{I}top_col = {span} - 1 - ({key} & 4294967295).astype(ct.int32)"]
+    return ([f"{I}rank = ({key} >> 32).astype(ct.int32)"] + rank_decode(largest, "rank", "okey", "bits", "top_val", I)
+            + [f"{I}top_col = {span} - 1 - ({key} & 4294967295).astype(ct.int32)"])
 
 
 def line_wrapper_head(spec, x, shape: list[int], dim: int, k: int, rows: int) -> tuple[list[str], list[str], str]:

@@ -25,7 +25,7 @@ from .indexing import array_param, module, out_param, ret_outputs, tuple_items
 from . import sort_long
 from .sort_bitonic import MAX_SORT_LINE, SORT_TUNING, line_wrapper_head
 from .sort_bitonic import kernel_lines as bitonic_lines
-from .sort_bitonic import line_kernel_head
+from .sort_bitonic import line_kernel_head, nan_rank, rank_decode
 
 MAX_LINE = 8192  # elements of one line kept in one tile
 MAX_K = 128
@@ -85,25 +85,20 @@ def _packed_keys(largest: bool, n: int, span: str = "BN") -> list[str]:
     kept in index order; a -0.0 comes back as +0.0), complemented for largest=False; NaN (any sign, any payload)
     ranks first for largest and last otherwise, as in PyTorch."""
     rank = "okey" if largest else "~okey"
-    nan_rank = "2147483647" if largest else "-2147483648"
     return [f"{I}bits = ct.bitcast(t, ct.int32)",
             f"{I}okey = ct.where(bits < 0, (bits ^ 2147483647) + 1, bits)  # -0.0 ranks with +0.0",
-            f"{I}rank = ct.where(t != t, {nan_rank}, {rank})",
+            f"{I}rank = ct.where(t != t, {nan_rank(largest)}, {rank})",
             f"{I}keys = (rank.astype(ct.int64) << 32) | ({span} - 1 - cols).astype(ct.int64)",
             f"{I}keys = ct.where(cols >= {n}, {INT64_MIN}, keys)  # the tile's padding columns"]
 
 
 def _packed_round(largest: bool) -> list[str]:
     """One selection round over the packed keys: `val`/`col` (BM, 1) of every line, the chosen key cleared."""
-    nan_rank = "2147483647" if largest else "-2147483648"
-    okey = "best_rank" if largest else "~best_rank"  # the value's order-preserving image
     return [f"{I}{I}best = ct.max(keys, axis=1, keepdims=True)",
             f"{I}{I}keys = ct.where(keys == best, {INT64_MIN}, keys)",
             f"{I}{I}col = BN - 1 - (best & 4294967295).astype(ct.int32)",
             f"{I}{I}best_rank = (best >> 32).astype(ct.int32)",
-            f"{I}{I}best_key = {okey}",
-            f"{I}{I}best_bits = ct.where(best_key < 0, (best_key - 1) ^ 2147483647, best_key)",
-            f"{I}{I}val = ct.where(best_rank == {nan_rank}, math.nan, ct.bitcast(best_bits, ct.float32))"]
+            *rank_decode(largest, "best_rank", "best_key", "best_bits", "val", I + I)]
 
 
 def generate(spec: KernelSpec) -> KernelSource:

@@ -92,10 +92,13 @@ def test_upscale_falls_back_to_gathers(expr, inputs, upscale_on):
     assert "input pixels per block" not in " ".join(source.notes), source.notes
 
 
-def test_upscale_off_by_default():
+def test_upscale_on_by_default_and_switchable(monkeypatch):
+    """Session 30's H100 timings switched the input-resolution layout on; turned off, the gathers come back."""
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
-    assert MEMORY_TUNING["upscale_whole"] is False
+    assert MEMORY_TUNING["upscale_whole"] is True and MEMORY_TUNING["upscale_tile_elems"] == 2048
     spec = snippet_spec(forward("F.interpolate(x, scale_factor=2)"), "[torch.randn(2, 3, 4, 5)]", FAMILY)
+    assert "input pixels per block" in " ".join(generate_kernel(spec).notes)
+    monkeypatch.setitem(MEMORY_TUNING, "upscale_whole", False)
     assert "input pixels per block" not in " ".join(generate_kernel(spec).notes)

@@ -45,29 +45,32 @@ def test_topk_compiles_for_sm90_and_sm100(name):
     compile_spec(test_topk_gpu.topk_spec(name, shape, "bfloat16"))
 
 
-def test_topk_by_halving_rounds_compiles_for_sm90_and_sm100(monkeypatch):
-    """SORT_TUNING["topk_rounds_tile"] (prepared, off): a large top-k of whole lines by sorted groups of k and
-    halving rounds."""
-    from tilestudio.core.kernels import sort_bitonic
+def test_topk_by_halving_rounds_is_the_default_and_compiles_for_sm90_and_sm100(monkeypatch):
+    """SORT_TUNING["topk_rounds_tile"] (on since session 30's H100 timings): a large top-k of whole lines by sorted
+    groups of k and halving rounds; turned off, the whole line is sorted."""
+    from tilestudio.core.kernels import generate_kernel, sort_bitonic
 
-    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", True)
-    source = compile_spec(test_topk_gpu.topk_spec("topk_k256", (128, 4096), "bfloat16"))
-    assert "each pair's top 256" in source.code
+    spec = test_topk_gpu.topk_spec("topk_k256", (128, 4096), "bfloat16")
+    assert "each pair's top 256" in compile_spec(spec).code
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", False)
+    assert "each pair's top" not in generate_kernel(spec).code
 
 
 @pytest.mark.parametrize("name", ["sort_long", "topk_vocab_k50"])
 def test_sort_occupancy_hint_compiles_and_shrinks_shared_memory(name, monkeypatch):
-    """SORT_TUNING["sort_occupancy"] (prepared, off): the hint reaches the sort kernels' decorators, and on sm_90
-    the sort's static shared memory fits four blocks per SM (without it the compiler takes ~200 KB per block)."""
-    from tilestudio.core.kernels import aot, sort_bitonic
+    """SORT_TUNING["sort_occupancy"] (4 by default since session 30's H100 timings): the hint reaches the sort
+    kernels' decorators, and on sm_90 the sort's static shared memory fits four blocks per SM (without it the
+    compiler takes ~200 KB per block); None drops the hint."""
+    from tilestudio.core.kernels import aot, generate_kernel, sort_bitonic
 
     spec = test_topk_gpu.topk_spec(name, test_topk_gpu.VARIANTS[name][1][1], "float32")
-    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_occupancy", 4)
     source = compile_spec(spec)
     assert "@ct.kernel(occupancy=4)" in source.code
-    shared = [aot.shared_memory_bytes(aot.compile_cubin(r, "sm_90", specialize=True))
-              for r in aot.trace_launches(source, spec)[:1]]
-    assert shared[0] <= 228 * 1024 // 4, shared
+    first_launch = aot.trace_launches(source, spec)[0]
+    shared = aot.shared_memory_bytes(aot.compile_cubin(first_launch, "sm_90", specialize=True))
+    assert shared <= 228 * 1024 // 4, shared
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_occupancy", None)
+    assert "occupancy=" not in generate_kernel(spec).code
 
 
 @pytest.mark.parametrize("packed", [True, False, "bitonic", "partner", "rounds"],

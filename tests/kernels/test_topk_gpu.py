@@ -83,7 +83,7 @@ def test_topk_special_values_on_gpu():
 @pytest.mark.parametrize("shape", VARIANTS["topk_k256"][1], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_topk_by_halving_rounds(shape, dtype, monkeypatch):
-    """SORT_TUNING["topk_rounds_tile"] (prepared, off by default): top-256 by sorted groups and halving rounds."""
+    """SORT_TUNING["topk_rounds_tile"] (the default; forced on here): top-256 by sorted groups and halving rounds."""
     from tilestudio.core.kernels import sort_bitonic
 
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", True)
