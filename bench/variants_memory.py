@@ -431,14 +431,15 @@ VARIANTS["topk k=256 16384x2048 bf16"][:2] = [
     ("whole-line sort, occupancy 4", {"topk_rounds_tile": False}),
     ("halving rounds, no occupancy hint", _NO_HINT)]
 
-# whole-number upscaling at input resolution (gather_upscale.py, session 29; the default since session 31 at 2048
+# whole-number upscaling at input resolution (gather_upscale.py, session 29; the default since session 31 at 1024
 # outputs per block): nearest x2 as one dense load + broadcast + dense store per block, bilinear x2 as 9 gathered
 # source tiles blended per 4 outputs; the generic layout maps every output pixel to its source in float32 and
 # gathers 1 / 4 values
 for _label in ("upsample nearest x2 32x128x128x128 bf16", "upsample bilinear x2 32x128x128x128 bf16"):
-    VARIANTS[_label] = [("input resolution, 2048 outputs per block (default since session 31)", {}),
+    VARIANTS[_label] = [("input resolution, 1024 outputs per block (default since session 31)", {}),
                         ("per-pixel gathers (before session 31)", {"upscale_whole": False}),
-                        ("input resolution, 1024 outputs per block", {"upscale_tile_elems": 1024}),
+                        ("input resolution, 512 outputs per block", {"upscale_tile_elems": 512}),
+                        ("input resolution, 2048 outputs per block", {"upscale_tile_elems": 2048}),
                         ("input resolution, 4096 outputs per block", {"upscale_tile_elems": 4096})]
 
 # long lines (sort_long.py, session 29): chunk length of the chunk sorts (the rank kernel's searches grow with the
@@ -456,7 +457,7 @@ for _label in ("topk k=50 vocab 1024x32000 bf16", "sort vocab 256x32000 fp32"):
 # the generic gather kernel's occupancy hint (session 31, MEMORY_TUNING["gather_occupancy"]): sm_90 bucketize
 # compiles to R64 with 132 KB of shared memory per block without one, R57 and 9 KB at 4; unfold R80 -> R96
 for _label in ("bucketize 64M fp32 into 1023 boundaries", "unfold 3x3 pad 1 16x64x56x56 fp16"):
-    VARIANTS[_label] = [("no occupancy hint (default)", {}), ("occupancy 4", {"gather_occupancy": 4}),
+    VARIANTS[_label] = [("occupancy 4 (default since session 31)", {}), ("no occupancy hint", {"gather_occupancy": None}),
                         ("occupancy 2", {"gather_occupancy": 2}), ("occupancy 8", {"gather_occupancy": 8})]
 
 

@@ -286,16 +286,17 @@ MEMORY_TUNING: dict[str, Any] = {
     # gather family (embedding, pad, index, ...): output elements per (BR rows x BL <= 1024 columns) tile
     "gather_tile_elems": 4096,
     # the generic gather kernel's occupancy hint (gather.tiled; None: none). sm_90 SASS without one: bucketize 64M
-    # fp32 into 1023 boundaries takes 132 KB of shared memory per block (one block per SM)
-    "gather_occupancy": None,
+    # fp32 into 1023 boundaries takes 132 KB of shared memory per block (one block per SM), at 4 9 KB. H100,
+    # session 31: bucketize 1.767 ms (0.38x eager) -> 0.787 (0.86x) at 4 or 8, 1.211 at 2; unfold 3x3 unchanged
+    "gather_occupancy": 4,
     # whole-number upscaling at input resolution (gather_upscale.py: nearest by 2^k, bilinear x2): one dense store of
     # a (fh*BH, fw*BW) output tile per block of "upscale_tile_elems" outputs instead of per-pixel gathers. H100,
-    # session 30, 32x128x128x128 bf16 x2: nearest gathers 0.344 ms (0.65 of copy) -> 0.233 (0.96, 2.65x eager,
-    # indifferent to the tile's size); bilinear gathers 1.389 -> 0.659 at 2048 outputs per block (4096: 1.245,
-    # 8192: 2.468). sm_90 SASS per thread (bench/sass_widths.py --ops): nearest 32 LDG.U16 + 568 instructions ->
+    # sessions 30-31, 32x128x128x128 bf16 x2: nearest gathers 0.346 ms (0.64 of copy) -> 0.232 (0.96, 2.69x
+    # eager) at 1024-4096 outputs per block (512: 0.334); bilinear gathers 1.399 -> 0.408 (4.25x eager) at 1024
+    # (512: 0.568, 2048: 0.664, 4096: 1.254, 8192: 2.468). sm_90 SASS per thread (bench/sass_widths.py --ops): nearest 32 LDG.U16 + 568 instructions ->
     # one LDG.128 + 224; bilinear R236, 128 LDG.U16, 1800 instructions -> R106, 72 LDG.U16, 864
     "upscale_whole": True,
-    "upscale_tile_elems": 2048,
+    "upscale_tile_elems": 1024,
     # zero padding of the last one/two dims as shifted 32-bit word copies (gather_words.py) instead of per-element
     # gathers; words per block. H200, pad (1, 1, 1, 1) 64x128x112x112 fp16, same run (eager 0.331 ms): gathers
     # 0.202 ms (0.50 of a same-size copy); words 2048 per block 0.151 (0.67), 4096 0.158, 8192 0.173

@@ -97,7 +97,7 @@ def test_upscale_on_by_default_and_switchable(monkeypatch):
     from tilestudio.core.kernels import generate_kernel
     from tilestudio.core.kernels.indexing import MEMORY_TUNING
 
-    assert MEMORY_TUNING["upscale_whole"] is True and MEMORY_TUNING["upscale_tile_elems"] == 2048
+    assert MEMORY_TUNING["upscale_whole"] is True and MEMORY_TUNING["upscale_tile_elems"] == 1024
     spec = snippet_spec(forward("F.interpolate(x, scale_factor=2)"), "[torch.randn(2, 3, 4, 5)]", FAMILY)
     assert "input pixels per block" in " ".join(generate_kernel(spec).notes)
     monkeypatch.setitem(MEMORY_TUNING, "upscale_whole", False)
