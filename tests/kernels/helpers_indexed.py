@@ -41,9 +41,11 @@ def check_emulated_both_layouts(spec, source, **input_kw) -> None:
 
 
 def make_inputs(int_ranges: dict[str, tuple[int, int]] | None = None, positive: tuple[str, ...] = (),
-                probs: tuple[str, ...] = (), signs: tuple[str, ...] = (), strided: bool = False):
+                probs: tuple[str, ...] = (), signs: tuple[str, ...] = (), strided: bool = False,
+                ascending: tuple[str, ...] = ()):
     """A `make_input` for check_kernel: integer inputs drawn from [lo, hi) per input name (default [0, 4)),
-    `positive` float inputs in [0.1, 1.1), `probs` in (0, 1), `signs` in {-1, +1}; others standard normal.
+    `positive` float inputs in [0.1, 1.1), `probs` in (0, 1), `signs` in {-1, +1}; others standard normal,
+    `ascending` ones sorted along their last dim (bucketize's boundaries).
     `strided`: every input of rank >= 2 comes as a non-contiguous view (dims stored in reverse order)."""
     int_ranges = int_ranges or {}
 
@@ -71,7 +73,8 @@ def make_inputs(int_ranges: dict[str, tuple[int, int]] | None = None, positive: 
             x = (torch.rand(t.shape, generator=gen) > 0.5).float() * 2 - 1
         else:
             x = torch.randn(t.shape, generator=gen)
-        return x.to(dtype)
+        x = x.to(dtype)
+        return x.sort()[0] if t.name in ascending else x
 
     return make
 

@@ -318,6 +318,13 @@ def test_gpu_gather_cases_pass_on_the_emulator(name, monkeypatch):
     G.test_gather_kernel_matches_reference(name, G.VARIANTS[name][3][0], "float32")
 
 
+@pytest.mark.parametrize("case", [c for c in G.SEARCH if c[1][0] < 100], ids=lambda c: f"{c[0]}-{c[1]}")
+def test_gpu_search_cases_pass_on_the_emulator(case, monkeypatch):
+    """The GPU file's small bucketize / searchsorted cases on the emulator (sorted boundaries reach the check)."""
+    monkeypatch.setattr(G, "CHECK", check_emulated)
+    G.test_search_matches_reference(*case)
+
+
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])
 @pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [False, True])

@@ -145,6 +145,23 @@ def test_gather_kernel_matches_reference(name, shape, dtype):
     assert result.ok, result.message
 
 
+SEARCH = [("torch.bucketize(x, b)", (5, 7), 3, "float32"), ("torch.bucketize(x, b)", (4096, 1001), 1023, "float32"),
+          ("torch.bucketize(x, b, right=True)", (4096, 1001), 1023, "bfloat16"),
+          ("torch.searchsorted(b, x, side='right')", (64, 100003), 255, "float16"),
+          ("torch.searchsorted(b, x)", (2,), 1, "float32")]
+
+
+@pytest.mark.parametrize("expr,shape,n_bounds,dtype", SEARCH, ids=[f"{i}-{c[3]}" for i, c in enumerate(SEARCH)])
+def test_search_matches_reference(expr, shape, n_bounds, dtype):
+    """bucketize / searchsorted (gather_search.py, under MEMORY_TUNING["gather_occupancy"]) over fresh sorted
+    boundaries (repeats at 16-bit widths), values past both ends included."""
+    dt = DT.get(dtype, "")
+    spec = snippet_spec(forward(expr, "x, b"), f"[torch.randn({shape_str(shape)}){dt}, torch.randn({n_bounds}){dt}]",
+                        "gather")
+    result = run_check(spec, make_inputs(ascending=("b",)), CHECK)
+    assert result.ok, result.message
+
+
 STRIDED = [("embedding_add_relu", (5000, 768, (8, 127)), "float16"), ("gather", ((512, 1000), 333), "float32"),
            ("pad_reflect", (8, 32, 100, 101), "bfloat16"), ("index_adjacent", ((16, 300, 200, 9), 1000), "float16")]
 
