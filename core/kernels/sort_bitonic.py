@@ -129,6 +129,18 @@ def _stage_lines(bm: str, bn: int, bn_name: str, stage_list: list[tuple[int, int
     return L
 
 
+def first_keys(bm: str, bn: int, bn_name: str, keep: int, keep_name: str, rounds: bool, into: str) -> list[str]:
+    """`into` = the first `keep` of the (bm, bn) packed `keys` once sorted: by halving rounds (network_lines'
+    `keep`) when `rounds` and keep < bn, else by the whole network and an extract."""
+    if rounds and keep < bn:
+        L = network_lines(bm, bn, bn_name, keep=keep)
+    else:
+        L = network_lines(bm, bn, bn_name)
+        if keep < bn:
+            return L + [f"{I}{into} = ct.extract(keys, index=(0, 0), shape=({bm}, {keep_name}))"]
+    return L + ([f"{I}{into} = keys"] if into != "keys" else [])
+
+
 def nan_rank(largest: bool) -> str:
     """The rank a NaN takes in the packed keys: first for largest, last otherwise (as PyTorch orders NaN)."""
     return "2147483647" if largest else "-2147483648"
@@ -184,11 +196,7 @@ def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows
     L = line_kernel_head(kid, spec, x, f'{op}: lines of {n} sorted {"descending" if largest else "ascending"} '
                          f'by a bitonic network ({BM} lines per block), the first {k} stored', sort=True)
     L += packed_keys(largest, n)
-    if SORT_TUNING["topk_rounds_tile"] and BK < BN:
-        L += network_lines("BM", BN, keep=BK) + [f"{I}top = keys"]
-    else:
-        L += network_lines("BM", BN)
-        L += [f"{I}top = ct.extract(keys, index=(0, 0), shape=(BM, BK))" if BK < BN else f"{I}top = keys"]
+    L += first_keys("BM", BN, "BN", BK, "BK", SORT_TUNING["topk_rounds_tile"], into="top")
     L += decode_lines(largest, "top", "BN")
     for o, kind in zip(spec.outputs, kinds):
         tile = "top_val" if kind == 0 else "top_col"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .base import pow2_at_least
 from .indexing import array_param, module, out_param, ret_outputs
-from .sort_bitonic import SORT_TUNING, decode_lines, line_wrapper_head, network_lines, sort_decorator
+from .sort_bitonic import SORT_TUNING, decode_lines, first_keys, line_wrapper_head, sort_decorator
 
 INT64_MIN = "-9223372036854775808"
 I = "    "
@@ -58,12 +58,7 @@ def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: li
             ".astype(ct.float32)",
             f"{I}cols = ch * C + ct.broadcast_to(ct.arange(C, dtype=ct.int32)[None, :], (1, C))"]
     sort += packed_keys(largest, n, span=str(P))
-    if SORT_TUNING["topk_rounds"]:
-        sort += network_lines("1", C, "C", keep=KC)
-    else:
-        sort += network_lines("1", C, "C")
-        if KC < C:
-            sort.append(f"{I}keys = ct.extract(keys, index=(0, 0), shape=(1, KC))")
+    sort += first_keys("1", C, "C", KC, "KC", SORT_TUNING["topk_rounds"], into="keys")
     sort.append(f"{I}ct.store(S, index=(row, ch, 0), tile=ct.reshape(keys, (1, 1, KC)))")
     outs = [out_param(o) for o in spec.outputs]
     rank = ["@ct.kernel",
