@@ -457,7 +457,8 @@ for _label in ("topk k=50 vocab 1024x32000 bf16", "sort vocab 256x32000 fp32"):
 # the generic gather kernel's occupancy hint (session 31, MEMORY_TUNING["gather_occupancy"]): sm_90 bucketize
 # compiles to R64 with 132 KB of shared memory per block without one, R57 and 9 KB at 4; unfold R80 -> R96
 for _label in ("bucketize 64M fp32 into 1023 boundaries", "unfold 3x3 pad 1 16x64x56x56 fp16"):
-    VARIANTS[_label] = [("occupancy 4 (default since session 31)", {}), ("no occupancy hint", {"gather_occupancy": None}),
+    VARIANTS[_label] = [("occupancy 4 (default since session 31)", {}),
+                        ("no occupancy hint", {"gather_occupancy": None}),
                         ("occupancy 2", {"gather_occupancy": 2}), ("occupancy 8", {"gather_occupancy": 8})]
 
 

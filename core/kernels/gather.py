@@ -30,8 +30,8 @@ from ..specs import KernelSpec, OpRecord, TensorSpec
 from . import (gather_channels, gather_rearrange, gather_resample, gather_search, gather_upscale, gather_words,
                scatter)
 from .base import KernelSource, Unsupported, pow2_at_least
-from .gemm_common import kernel_decorator
 from .expr import COL_INDEX, ROW_INDEX, bind_args, scalar_value
+from .gemm_common import kernel_decorator
 from .indexing import (MEMORY_TUNING, SideLoader, alloc_outputs, array_param, broadcast_index, decode, elementwise,
                        flat_index, guarded, input_args, input_for, is_ref, module, out_param, output_vars, prod,
                        ret_outputs, tup, wrapper_head)

@@ -293,8 +293,9 @@ MEMORY_TUNING: dict[str, Any] = {
     # a (fh*BH, fw*BW) output tile per block of "upscale_tile_elems" outputs instead of per-pixel gathers. H100,
     # sessions 30-31, 32x128x128x128 bf16 x2: nearest gathers 0.346 ms (0.64 of copy) -> 0.232 (0.96, 2.69x
     # eager) at 1024-4096 outputs per block (512: 0.334); bilinear gathers 1.399 -> 0.408 (4.25x eager) at 1024
-    # (512: 0.568, 2048: 0.664, 4096: 1.254, 8192: 2.468). sm_90 SASS per thread (bench/sass_widths.py --ops): nearest 32 LDG.U16 + 568 instructions ->
-    # one LDG.128 + 224; bilinear R236, 128 LDG.U16, 1800 instructions -> R106, 72 LDG.U16, 864
+    # (512: 0.568, 2048: 0.664, 4096: 1.254, 8192: 2.468). sm_90 SASS per thread (bench/sass_widths.py --ops):
+    # nearest 32 LDG.U16 + 568 instructions -> one LDG.128 + 224; bilinear R236, 128 LDG.U16, 1800 instructions ->
+    # R106, 72 LDG.U16, 864
     "upscale_whole": True,
     "upscale_tile_elems": 1024,
     # zero padding of the last one/two dims as shifted 32-bit word copies (gather_words.py) instead of per-element
