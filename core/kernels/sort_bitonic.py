@@ -1,10 +1,10 @@
 """Whole-line sorts for the topk family: `torch.sort` / `argsort` of lines longer than the selection kernel takes,
 and `torch.topk` with k above topk.MAX_K (the line sorted, its first k kept).
 
-Each block holds BM lines of BN elements (the line length rounded up to a power of two) as the packed int64 keys
-of topk.py (the value's order-preserving image in the high word, BN - 1 - column in the low one: unique keys, so
-sorting them descending gives PyTorch's order, ties at the lower index first, NaN first for largest=True and last
-otherwise) and sorts them with a bitonic network, log2(BN) (log2(BN) + 1) / 2 compare-exchange stages over the
+Each block holds BM lines of BN elements (the line length rounded up to a power of two) as the packed keys of
+sort_keys.py (the value's order-preserving image in the high bits, BN - 1 - column in the low ones: unique keys,
+so sorting them descending gives PyTorch's order, ties at the lower index first, NaN first for largest=True and
+last otherwise) and sorts them with a bitonic network, log2(BN) (log2(BN) + 1) / 2 compare-exchange stages over the
 whole tile. A stage of block size k and stride j views the tile as (BM, BN / 2j, 2, j): `ct.extract` takes the two
 halves, maximum/minimum exchange them (descending where the group's bit k is clear), `ct.cat` puts them back.
 Padding columns hold the smallest key and sort to the end; stores past the line are dropped by the bounds check.
@@ -15,6 +15,7 @@ from __future__ import annotations
 from .base import pow2_at_least
 from .gemm_common import kernel_decorator
 from .indexing import array_param, out_param, wrapper_head
+from .sort_keys import Keys
 
 MAX_SORT_LINE = 4096  # elements of one line sorted in one tile
 SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
@@ -32,9 +33,10 @@ SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 # the sm_90 cubins take 33 KB and a quarter fewer instructions, spill-free. H100, session 30: sort 4096 per line
 # 8192x4096 fp32 4.534 -> 2.107 ms, top-50 of 1024x32000 bf16 1.675 -> 0.551, sort 256x32000 fp32 1.613 -> 0.841
 # (occupancy 2 and 8 worker warps measured slower than 4)
+# "keys32": float16 / bfloat16 lines whose span fits 16 bits as int32 keys (sort_keys.py), not int64
 SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096, "topk_rounds": True,
                "topk_rounds_tile": True, "rank_tile": 128,
-               "sort_occupancy": 4}
+               "sort_occupancy": 4, "keys32": True}
 I = "    "
 
 
@@ -56,9 +58,9 @@ def tile_shape(rows: int, n: int) -> tuple[int, int]:
     return max(1, min(SORT_TILE_ELEMS // bn, pow2_at_least(rows))), bn
 
 
-def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False) -> list[str]:
+def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False, keys: Keys = Keys()) -> list[str]:
     """The start of a topk-family kernel: signature (x, outputs, BM, BN, BK), a docstring, the block's (BM, BN)
-    tile `t` of lines in float32 and its column indices `cols`."""
+    tile `t` of lines (float32, or the 16-bit source values for narrow `keys`) and its column indices `cols`."""
     xp = array_param(x)
     params = [xp] + [out_param(o) for o in spec.outputs]
     return [sort_decorator() if sort else "@ct.kernel",
@@ -67,8 +69,13 @@ def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False) -> list[st
             f'{I}"""{doc}"""',
             f"{I}pid = ct.bid(0)",
             f"{I}t = ct.load({xp}, index=(pid, 0), shape=(BM, BN), padding_mode=ct.PaddingMode.ZERO)"
-            ".astype(ct.float32)",
+            + keys.load_cast,
             f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))"]
+
+
+def line_keys(dtype: str, span: int) -> Keys:
+    """The packed keys of lines of `dtype` whose low part spans `span` columns (SORT_TUNING["keys32"])."""
+    return Keys.for_line(dtype, span, bool(SORT_TUNING["keys32"]))
 
 
 def sort_decorator() -> str:
@@ -77,7 +84,7 @@ def sort_decorator() -> str:
 
 
 def network_lines(bm: str, bn: int, bn_name: str = "BN", keep: int | None = None) -> list[str]:
-    """The compare-exchange stages sorting the (bm, bn) int64 tile `keys` descending along its last dim (`bm`,
+    """The compare-exchange stages sorting the (bm, bn) packed tile `keys` descending along its last dim (`bm`,
     `bn_name`: the names of its extents in the kernel; `cols`: the tile's column indices, for the partner form).
 
     With `keep` (a power of two below bn) only the first `keep` keys are wanted, and `keys` ends as a (bm, keep)
@@ -141,27 +148,6 @@ def first_keys(bm: str, bn: int, bn_name: str, keep: int, keep_name: str, rounds
     return L + ([f"{I}{into} = keys"] if into != "keys" else [])
 
 
-def nan_rank(largest: bool) -> str:
-    """The rank a NaN takes in the packed keys: first for largest, last otherwise (as PyTorch orders NaN)."""
-    return "2147483647" if largest else "-2147483648"
-
-
-def rank_decode(largest: bool, rank: str, okey: str, bits: str, val: str, indent: str) -> list[str]:
-    """The float32 `val` of the packed keys' int32 `rank` (topk._packed_keys' encoding undone: complemented back
-    for largest=False, a negative's shift by one and flipped magnitude bits reversed, NaN restored), through the
-    names `okey` and `bits`."""
-    return [f"{indent}{okey} = {rank if largest else '~' + rank}",
-            f"{indent}{bits} = ct.where({okey} < 0, ({okey} - 1) ^ 2147483647, {okey})",
-            f"{indent}{val} = ct.where({rank} == {nan_rank(largest)}, math.nan, ct.bitcast({bits}, ct.float32))"]
-
-
-def decode_lines(largest: bool, key: str, span: str) -> list[str]:
-    """`top_val` (float32, NaN restored) and `top_col` (int32) of the packed keys `key` whose low word is
-    span - 1 - column."""
-    return ([f"{I}rank = ({key} >> 32).astype(ct.int32)"] + rank_decode(largest, "rank", "okey", "bits", "top_val", I)
-            + [f"{I}top_col = {span} - 1 - ({key} & 4294967295).astype(ct.int32)"])
-
-
 def line_wrapper_head(spec, x, shape: list[int], dim: int, k: int, rows: int) -> tuple[list[str], list[str], str]:
     """The topk-family wrapper's first lines: the source as (rows, n) lines (the topk dim moved last), the outputs
     allocated (as views back into the model's layout when the dim is not last); returns (lines, the outputs as
@@ -188,16 +174,17 @@ def line_wrapper_head(spec, x, shape: list[int], dim: int, k: int, rows: int) ->
     return w, outs, device
 
 
-def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows: int, kinds: list[int],
-                 packed_keys) -> tuple[list[str], int, int, int]:
+def kernel_lines(kid: str, spec, x, op: str, k: int, n: int, largest: bool, rows: int,
+                 kinds: list[int]) -> tuple[list[str], int, int, int]:
     """The sort kernel's lines and its (BM, BN, BK) tile constants."""
     BM, BN = tile_shape(rows, n)
     BK = pow2_at_least(k)
+    keys = line_keys(x.dtype, BN)
     L = line_kernel_head(kid, spec, x, f'{op}: lines of {n} sorted {"descending" if largest else "ascending"} '
-                         f'by a bitonic network ({BM} lines per block), the first {k} stored', sort=True)
-    L += packed_keys(largest, n)
+                         f'by a bitonic network ({BM} lines per block), the first {k} stored', sort=True, keys=keys)
+    L += keys.encode(largest, n)
     L += first_keys("BM", BN, "BN", BK, "BK", SORT_TUNING["topk_rounds_tile"], into="top")
-    L += decode_lines(largest, "top", "BN")
+    L += keys.decode(largest, "top", "BN")
     for o, kind in zip(spec.outputs, kinds):
         tile = "top_val" if kind == 0 else "top_col"
         L.append(f"{I}ct.store({out_param(o)}, index=(pid, 0), tile={tile}.astype({out_param(o)}.dtype))")

@@ -2,8 +2,8 @@
 (top-p sampling sorts 32000-50257 logits per token), `torch.topk(logits, 50)` for top-k sampling, and top-k with
 k above the selection kernel's over lines longer than the bitonic tile.
 
-Two kernels over the packed int64 keys of topk.py (the value's order-preserving image in the high word, P - 1 -
-column in the low one, P the line length rounded up to whole chunks: every key unique, descending key order is
+Two kernels over the packed keys of sort_keys.py (the value's order-preserving image in the high bits, P - 1 -
+column in the low ones, P the line length rounded up to whole chunks: every key unique, descending key order is
 PyTorch's order with ties at the lower index first and NaN first for largest=True, last otherwise):
 
 1. chunks: every (line, chunk of C elements) block sorts its chunk's keys descending with the bitonic network of
@@ -26,9 +26,7 @@ from __future__ import annotations
 
 from .base import pow2_at_least
 from .indexing import array_param, module, out_param, ret_outputs
-from .sort_bitonic import SORT_TUNING, decode_lines, first_keys, line_wrapper_head, sort_decorator
-
-INT64_MIN = "-9223372036854775808"
+from .sort_bitonic import SORT_TUNING, first_keys, line_keys, line_wrapper_head, sort_decorator
 I = "    "
 
 
@@ -40,11 +38,12 @@ def plan(n: int, k: int) -> tuple[int, int, int, int]:
     return C, NC, KC, min(KC, int(SORT_TUNING["rank_tile"]))
 
 
-def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: list[int],
-            packed_keys) -> tuple[list[str], int, int, int, int]:
+def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool,
+            kinds: list[int]) -> tuple[list[str], int, int, int, int]:
     """The chunk-sort and rank kernels' sources and the plan (C, NC, KC, T)."""
     C, NC, KC, T = plan(n, k)
     P = C * NC
+    keys = line_keys(x.dtype, P)
     xp = array_param(x)
     order = "descending" if largest else "ascending"
     sort = [sort_decorator(),
@@ -55,9 +54,9 @@ def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: li
             f"{I}row = pid // {NC}",
             f"{I}ch = pid % {NC}",
             f"{I}t = ct.load({xp}, index=(row, ch), shape=(1, C), padding_mode=ct.PaddingMode.ZERO)"
-            ".astype(ct.float32)",
+            + keys.load_cast,
             f"{I}cols = ch * C + ct.broadcast_to(ct.arange(C, dtype=ct.int32)[None, :], (1, C))"]
-    sort += packed_keys(largest, n, span=str(P))
+    sort += keys.encode(largest, n, span=str(P))
     sort += first_keys("1", C, "C", KC, "KC", SORT_TUNING["topk_rounds"], into="keys")
     sort.append(f"{I}ct.store(S, index=(row, ch, 0), tile=ct.reshape(keys, (1, 1, KC)))")
     outs = [out_param(o) for o in spec.outputs]
@@ -80,22 +79,23 @@ def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: li
         step //= 2
     rank += [f"{I}{I}probe = ct.gather(S, (row, c, pos))",
              f"{I}{I}place = place + ct.where(probe > key, pos + 1, pos)",
-             f"{I}keep = (place < {k}) & (key != {INT64_MIN})"]
-    rank += decode_lines(largest, "key", str(P))
+             f"{I}keep = (place < {k}) & (key != {keys.min_key})"]
+    rank += keys.decode(largest, "key", str(P))
     for o, kind in zip(outs, kinds):
         tile = "top_val" if kind == 0 else "top_col"
         rank.append(f"{I}ct.scatter({o}, (row, place), {tile}.astype({o}.dtype), mask=keep)")
     return ["\n".join(sort), "\n".join(rank)], C, NC, KC, T
 
 
-def generate(spec, rec, x, shape, dim, k, largest, rows, kinds, packed_keys):
+def generate(spec, rec, x, shape, dim, k, largest, rows, kinds):
     kid = spec.id
     n = shape[dim]
-    srcs, C, NC, KC, T = kernels(kid, spec, x, rec.op, k, n, largest, kinds, packed_keys)
+    srcs, C, NC, KC, T = kernels(kid, spec, x, rec.op, k, n, largest, kinds)
     xp = array_param(x)
     w, outs, device = line_wrapper_head(spec, x, shape, dim, k, rows)
     runs = f"{kid}_runs"
-    w += [f"{I}{runs} = torch.empty(({rows}, {NC}, {KC}), dtype=torch.int64, device={device})  # sorted chunk runs",
+    keys = line_keys(x.dtype, NC * C)
+    w += [f"{I}{runs} = torch.empty(({rows}, {NC}, {KC}), dtype={keys.torch_dtype}, device={device})  # chunk runs",
           f"{I}ct.launch(torch.cuda.current_stream(), ({rows * NC}, 1, 1), {kid}_chunks_kernel, "
           f"({xp}, {runs}, {C}, {KC}))",
           f"{I}ct.launch(torch.cuda.current_stream(), ({rows * NC * (KC // T)}, 1, 1), {kid}_rank_kernel, "

@@ -3,8 +3,8 @@ elements of every line, in order, as a mixture-of-experts router takes them (k o
 `torch.sort` / `argsort` of short lines (up to MAX_K elements) are the same kernel with k = the line length.
 
 Each block holds BM whole lines (the topk dim last: a (BM, BN) tile, BN the line length rounded up to a power of
-two) in registers and selects k times. By default (TUNING["packed_keys"]) every element becomes one int64 key,
-its value's order-preserving int32 image in the high word and BN - 1 - column in the low one, so one max per
+two) in registers and selects k times. By default (TUNING["packed_keys"]) every element becomes one packed key
+(sort_keys.py: its value's order-preserving image in the high bits, BN - 1 - column in the low ones), so one max per
 round gives both the best value and the first column holding it, and the chosen key (unique) is cleared;
 otherwise each round takes the best remaining value, the first column holding it, and a NaN search, and marks
 the column taken (four reductions). Matching PyTorch: NaN ranks above every number (first for largest=True, last for
@@ -25,13 +25,13 @@ from .indexing import array_param, module, out_param, ret_outputs, tuple_items
 from . import sort_long
 from .sort_bitonic import MAX_SORT_LINE, SORT_TUNING, line_wrapper_head
 from .sort_bitonic import kernel_lines as bitonic_lines
-from .sort_bitonic import line_kernel_head, nan_rank, rank_decode
+from .sort_bitonic import line_keys, line_kernel_head
+from .sort_keys import Keys
 
 MAX_LINE = 8192  # elements of one line kept in one tile
 MAX_K = 128
 TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 TUNING = {"packed_keys": True}
-INT64_MIN = "-9223372036854775808"
 I = "    "
 
 
@@ -78,27 +78,13 @@ def _select_lines(largest: bool) -> list[str]:
     return lines
 
 
-def _packed_keys(largest: bool, n: int, span: str = "BN") -> list[str]:
-    """The (BM, BN) int64 keys: rank (int32, larger = selected earlier) << 32 | (span - 1 - column); padding columns
-    (column >= n) the smallest key. Ranks: the float's bits with the magnitude bits flipped for negatives
-    (order-preserving as signed integers) and moved up one, so that -0.0 ranks with +0.0 (equal to PyTorch, and
-    kept in index order; a -0.0 comes back as +0.0), complemented for largest=False; NaN (any sign, any payload)
-    ranks first for largest and last otherwise, as in PyTorch."""
-    rank = "okey" if largest else "~okey"
-    return [f"{I}bits = ct.bitcast(t, ct.int32)",
-            f"{I}okey = ct.where(bits < 0, (bits ^ 2147483647) + 1, bits)  # -0.0 ranks with +0.0",
-            f"{I}rank = ct.where(t != t, {nan_rank(largest)}, {rank})",
-            f"{I}keys = (rank.astype(ct.int64) << 32) | ({span} - 1 - cols).astype(ct.int64)",
-            f"{I}keys = ct.where(cols >= {n}, {INT64_MIN}, keys)  # the tile's padding columns"]
-
-
-def _packed_round(largest: bool) -> list[str]:
+def _packed_round(largest: bool, keys: Keys) -> list[str]:
     """One selection round over the packed keys: `val`/`col` (BM, 1) of every line, the chosen key cleared."""
     return [f"{I}{I}best = ct.max(keys, axis=1, keepdims=True)",
-            f"{I}{I}keys = ct.where(keys == best, {INT64_MIN}, keys)",
-            f"{I}{I}col = BN - 1 - (best & 4294967295).astype(ct.int32)",
-            f"{I}{I}best_rank = (best >> 32).astype(ct.int32)",
-            *rank_decode(largest, "best_rank", "best_key", "best_bits", "val", I + I)]
+            f"{I}{I}keys = ct.where(keys == best, {keys.min_key}, keys)",
+            f"{I}{I}col = {keys.column_of('best', 'BN')}",
+            f"{I}{I}best_rank = {keys.rank_of('best')}",
+            *keys.rank_decode(largest, "best_rank", "best_key", "best_bits", "val", I + I)]
 
 
 def generate(spec: KernelSpec) -> KernelSource:
@@ -115,9 +101,9 @@ def generate(spec: KernelSpec) -> KernelSource:
         kinds.append(item[1] if item else (1 if o.dtype == "int64" else 0))
     kid = spec.id
     if (k <= MAX_K and n > MAX_LINE) or (k > MAX_K and n > MAX_SORT_LINE):
-        return sort_long.generate(spec, rec, x, shape, dim, k, largest, rows, kinds, _packed_keys)
+        return sort_long.generate(spec, rec, x, shape, dim, k, largest, rows, kinds)
     if k > MAX_K:
-        kern, BM, BN, BK = bitonic_lines(kid, spec, x, rec.op, k, n, largest, rows, kinds, _packed_keys)
+        kern, BM, BN, BK = bitonic_lines(kid, spec, x, rec.op, k, n, largest, rows, kinds)
         how = f"a bitonic sort of {BN}"
     else:
         kern, BM, BN, BK = _selection_lines(kid, spec, x, rec.op, k, n, largest, rows, kinds)
@@ -129,16 +115,17 @@ def _selection_lines(kid, spec, x, op, k, n, largest, rows, kinds) -> tuple[list
     BN = pow2_at_least(n)
     BK = pow2_at_least(k)
     BM = max(1, min(TILE_ELEMS // BN, pow2_at_least(rows)))
-    kern = line_kernel_head(kid, spec, x, f'{op}: top-{k} {"largest" if largest else "smallest"} of lines of {n} '
-                            f'({BM} lines per block)')
-    kern += [f"{I}ks = ct.broadcast_to(ct.arange(BK, dtype=ct.int32)[None, :], (BM, BK))"]
     packed = bool(TUNING["packed_keys"])
-    kern += _packed_keys(largest, n) if packed else [f"{I}taken = cols >= {n}  # the tile's padding columns",
-                                                      f"{I}isnan = t != t"]
+    keys = line_keys(x.dtype, BN) if packed else Keys()
+    kern = line_kernel_head(kid, spec, x, f'{op}: top-{k} {"largest" if largest else "smallest"} of lines of {n} '
+                            f'({BM} lines per block)', keys=keys)
+    kern += [f"{I}ks = ct.broadcast_to(ct.arange(BK, dtype=ct.int32)[None, :], (BM, BK))"]
+    kern += keys.encode(largest, n) if packed else [f"{I}taken = cols >= {n}  # the tile's padding columns",
+                                                     f"{I}isnan = t != t"]
     kern += [f"{I}top_val = ct.full((BM, BK), 0.0, dtype=ct.float32)",
              f"{I}top_col = ct.full((BM, BK), 0, dtype=ct.int32)",
              f"{I}for j in range({k}):"]
-    kern += _packed_round(largest) if packed else _select_lines(largest)
+    kern += _packed_round(largest, keys) if packed else _select_lines(largest)
     kern += [f"{I}{I}top_val = ct.where(ks == j, val, top_val)",
              f"{I}{I}top_col = ct.where(ks == j, col, top_col)"]
     if not packed:

@@ -73,10 +73,13 @@ def test_sort_occupancy_hint_compiles_and_shrinks_shared_memory(name, monkeypatc
     assert "occupancy=" not in generate_kernel(spec).code
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("packed", [True, False, "bitonic", "partner", "rounds"],
                          ids=["packed_keys", "four_reductions", "bitonic", "bitonic_partner_form", "bitonic_rounds"])
 @pytest.mark.parametrize("largest", [True, False])
-def test_topk_special_values_on_the_emulator(largest, packed, monkeypatch):
+def test_topk_special_values_on_the_emulator(largest, packed, dtype, monkeypatch):
+    """NaN, infinities, signed zeros and repeats; 16-bit floats by their own 16 bits in int32 keys (sort_keys.py's
+    narrow keys) wherever the values are packed."""
     from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
 
     if packed in ("bitonic", "partner", "rounds"):  # the whole-line sort that k above MAX_K takes
@@ -84,11 +87,13 @@ def test_topk_special_values_on_the_emulator(largest, packed, monkeypatch):
         monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", "partner" if packed == "partner" else "halves")
         monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", packed == "rounds")
     monkeypatch.setitem(topk.TUNING, "packed_keys", bool(packed))
-    spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), "[torch.randn(4, 9)]", "topk")
+    spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), f"[torch.randn(4, 9).to(torch.{dtype})]",
+                        "topk")
     source = generate_kernel(spec)
     assert not source.skeleton and (packed not in ("bitonic", "partner", "rounds")) == ("ct.cat(" not in source.code)
     assert (packed == "rounds") == ("each pair's top" in source.code)  # the halving rounds
-    x = special_rows()
+    assert ("ct.bitcast(t, ct.int16)" in source.code) == (dtype != "float32" and packed is not False)
+    x = special_rows().to(getattr(torch, dtype))
     with emulation():
         got_v, got_i = load_emulated(source)[source.launch_name](x)
     want_v, _ = torch.topk(x.double(), 6, largest=largest)
@@ -131,13 +136,13 @@ LONG = [("torch.topk(x, 5)", (3, 100), lambda x: torch.sort(x, descending=True, 
         ("torch.argsort(x, dim=1)", (2, 37, 3), lambda x: (None, torch.argsort(x, dim=1, stable=True)), 37)]
 
 
-@pytest.mark.parametrize("form", ["halves", "partner", "whole_sorts"])
+@pytest.mark.parametrize("form", ["halves", "partner", "whole_sorts", "halves_bf16"])
 @pytest.mark.parametrize("case", range(len(LONG)), ids=[f"{c[0]}-{c[1]}" for c in LONG])
 def test_long_lines_give_pytorchs_order_on_the_emulator(case, form, monkeypatch):
     """Chunk sort + ranks with chunks of 16 (so a few dozen elements make several runs): values and indices
     exactly PyTorch's stable order, NaN first for the largest and last for the smallest, infinities as values,
     ties (many repeats of one value, across chunks) at the lower index first. A chunk's top k by halving rounds
-    (the default) and, `whole_sorts`, by sorting the whole chunk."""
+    (the default) and, `whole_sorts`, by sorting the whole chunk; `halves_bf16`: bfloat16 values in int32 keys."""
     from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
 
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "long_chunk", 16)
@@ -146,10 +151,12 @@ def test_long_lines_give_pytorchs_order_on_the_emulator(case, form, monkeypatch)
     monkeypatch.setattr(topk, "MAX_LINE", 32)
     monkeypatch.setattr(topk, "MAX_SORT_LINE", 16)
     expr, shape, ref, k = LONG[case]
-    spec = snippet_spec(forward(expr), f"[torch.randn{shape}]", "topk")
+    dtype = torch.bfloat16 if form == "halves_bf16" else torch.float32
+    spec = snippet_spec(forward(expr), f"[torch.randn{shape}.to({dtype})]", "topk")
     source = generate_kernel(spec)
     assert "chunks of 16" in source.notes[0], source.notes
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(case))
+    assert ("dtype=torch.int32, device" in source.code) == (dtype == torch.bfloat16)  # the runs' key width
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(case)).to(dtype)
     flat = x.view(-1)
     flat[::5] = flat[1]  # repeats of one value in every chunk
     flat[3], flat[11], flat[12], flat[30] = math.nan, math.inf, -math.inf, math.nan
@@ -190,3 +197,49 @@ def test_signed_zeros_tie_in_index_order_on_the_emulator(expr):
     got_v, got_i = got
     assert torch.equal(got_i, want_i[:, :k])
     assert torch.equal(got_v, want_v[:, :k])  # values equal (a -0.0 may come back as +0.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("path", ["selection", "bitonic", "long"])
+def test_a_nan_in_the_last_column_of_a_full_line_sorts_last(path, dtype, monkeypatch):
+    """largest=False ranks NaN below every number, yet above the padding key: a NaN whose column makes the low
+    part 0 (the last column of a line with no padding) is kept, not taken for padding (the rank kernel of long
+    lines dropped it when NaN's rank was the padding's)."""
+    from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
+
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "long_chunk", 16)
+    monkeypatch.setattr(topk, "MAX_LINE", 32)
+    monkeypatch.setattr(topk, "MAX_SORT_LINE", 16)
+    n, expr = {"selection": (16, "torch.sort(x)"), "bitonic": (16, "torch.topk(x, 16, largest=False)"),
+               "long": (64, "torch.sort(x)")}[path]
+    if path == "bitonic":
+        monkeypatch.setattr(topk, "MAX_K", 2)
+    spec = snippet_spec(forward(expr), f"[torch.randn(2, {n}).to(torch.{dtype})]", "topk")
+    source = generate_kernel(spec)
+    assert ("chunks of 16" in source.notes[0]) == (path == "long") and ("ct.cat(" in source.code) == (path != "selection")
+    x = torch.randn(2, n, generator=torch.Generator().manual_seed(7)).to(getattr(torch, dtype))
+    x[0, -1] = math.nan
+    x[1, 0] = math.nan
+    with emulation():
+        got_v, got_i = load_emulated(source)[source.launch_name](x)
+    want_v, want_i = torch.sort(x, stable=True)
+    torch.testing.assert_close(got_v, want_v, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got_i, want_i)
+
+
+def test_narrow_keys_only_for_16_bit_floats_whose_span_fits_16_bits(monkeypatch):
+    """SORT_TUNING["keys32"]: bfloat16 / float16 lines pack into int32 keys; float32 values, and long lines whose
+    span (whole chunks) passes 65536 columns, keep int64 keys; off, every line keeps int64 keys."""
+    from tilestudio.core.kernels import generate_kernel, sort_bitonic
+
+    def narrow(expr, shape, dtype):
+        code = generate_kernel(snippet_spec(forward(expr), f"[torch.randn{shape}.to(torch.{dtype})]", "topk")).code
+        assert ("(rank << 16)" in code) != ("<< 32" in code)
+        return "(rank << 16)" in code
+
+    assert narrow("torch.topk(x, 50)", (4, 32000), "bfloat16") and narrow("torch.sort(x)", (4, 4096), "float16")
+    assert narrow("torch.topk(x, 8)", (4, 1024), "bfloat16") and narrow("torch.sort(x)", (2, 65536), "bfloat16")
+    assert not narrow("torch.topk(x, 50)", (4, 32000), "float32")
+    assert not narrow("torch.topk(x, 50)", (2, 65537), "bfloat16")  # 17 chunks of 4096: a span of 69632
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32", False)
+    assert not narrow("torch.topk(x, 50)", (4, 32000), "bfloat16")

@@ -60,8 +60,10 @@ def test_topk_kernel_strided_inputs(name, shape, dtype):
     assert result.ok, result.message
 
 
-def test_topk_special_values_on_gpu():
-    """NaN first (largest) / last (smallest), infinities as values, repeated values each selected once."""
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_topk_special_values_on_gpu(dtype):
+    """NaN first (largest) / last (smallest), infinities as values, repeated values each selected once (16-bit
+    floats in int32 keys)."""
     import torch
 
     from tilestudio.core.kernels import generate_kernel
@@ -70,14 +72,36 @@ def test_topk_special_values_on_gpu():
     from .test_topk import special_rows
 
     for largest in (True, False):
-        spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), "[torch.randn(4, 9)]", "topk")
+        spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), f"[torch.randn(4, 9){DT[dtype]}]",
+                            "topk")
         source = generate_kernel(spec)
-        x = special_rows()
+        x = special_rows().to(getattr(torch, dtype))
         got_v, got_i = load_source(source)[source.launch_name](x.cuda())
         want_v, _ = torch.topk(x.double(), 6, largest=largest)
         torch.testing.assert_close(got_v.cpu().double(), want_v, rtol=0, atol=0, equal_nan=True)
         picked = x.double().gather(1, got_i.cpu())
         torch.testing.assert_close(picked, want_v, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("n", [8192, 4096, 128])
+def test_sort_keeps_a_nan_in_the_last_column_on_gpu(n, dtype):
+    """An ascending sort of full lines (no padding: chunk sorts and ranks at 8192, one bitonic tile at 4096, 128
+    selection rounds at 128) with a NaN in the last column of one line and the first of another: PyTorch's
+    values and indices, the NaN last."""
+    import torch
+
+    from tilestudio.core.kernels import generate_kernel
+    from tilestudio.core.kernels.aot import load_source
+
+    source = generate_kernel(snippet_spec(forward("torch.sort(x)"), f"[torch.randn(3, {n}){DT[dtype]}]", "topk"))
+    x = torch.randn(3, n, device="cuda").to(getattr(torch, dtype))
+    x[0, -1] = float("nan")
+    x[1, 0] = float("nan")
+    got_v, got_i = load_source(source)[source.launch_name](x)
+    want_v, want_i = torch.sort(x, stable=True)
+    torch.testing.assert_close(got_v, want_v, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got_i, want_i)
 
 
 @pytest.mark.parametrize("shape", VARIANTS["topk_k256"][1], ids=lambda s: "x".join(map(str, s)))
