@@ -439,6 +439,15 @@ VARIANTS["topk k=256 16384x2048 bf16"][4:] = [("halving rounds, " + name, o)
 # instructions: top-256 of 2048 12304 -> 4344, the vocabulary top-50's chunk kernel 8160 -> 3136, top-8 of 1024
 # 1432 -> 1976); the float32 cases keep int64 keys
 _WIDE = {"keys32": False}
+_SORT_DESC = "def forward(self, x):\n        return torch.sort(x, dim=-1, descending=True)"
+SORT16_CASES = [("topk", "sort 4096 per line 8192x4096 bf16", _SORT_DESC,
+                 "[torch.randn(8192, 4096, dtype=torch.bfloat16)]", "mem", None),
+                ("topk", "sort vocab 256x32000 bf16", _SORT_DESC, "[torch.randn(256, 32000, dtype=torch.bfloat16)]",
+                 "mem", None)]
+for _case in SORT16_CASES:
+    VARIANTS[_case[1]] = [("int32 keys (default since session 32)", {}), ("int64 keys (before session 32)", _WIDE),
+                          ("int32 keys, 8 worker warps", {"sort_worker_warps": 8}),
+                          ("int64 keys, 8 worker warps", {**_WIDE, "sort_worker_warps": 8})]
 VARIANTS["topk k=8 16384x1024 bf16"] = [("int32 keys (default since session 32)", {}),
                                         ("int64 keys (before session 32)", _WIDE)]
 VARIANTS["topk k=256 16384x2048 bf16"][1:1] = [("halving rounds, occupancy 4, int64 keys (before session 32)", _WIDE),
@@ -518,13 +527,14 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default=None, help="substring of the case labels to run")
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--match", default=None, help="only the current default and the variants naming this text")
+    parser.add_argument("--match", default=None,
+                        help="only the current default and the variants naming this text (alternatives split by |)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench/variants_memory.py needs a CUDA GPU", file=sys.stderr)
         return 2
     t0 = time.time()
-    by_label = {c[1]: c for c in CASES + SCOPE_CASES + VOCAB_CASES}
+    by_label = {c[1]: c for c in CASES + SCOPE_CASES + VOCAB_CASES + SORT16_CASES}
     rows = [["case", "variant", "check", "ms", "of copy", "vs eager"]]
     for label, variants in VARIANTS.items():
         if args.only and args.only not in label:
@@ -544,7 +554,7 @@ def main() -> int:
         ceiling = None
         for name, overrides in variants:
             default = all(any(k in t and t[k] == v for t in _tables()) for k, v in overrides.items())
-            if args.match and not default and args.match not in name:
+            if args.match and not default and not any(m in name for m in args.match.split("|")):
                 continue
             try:
                 status, ms, nbytes = run_variant(spec, overrides, args.reps, label)
