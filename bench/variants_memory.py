@@ -438,7 +438,7 @@ VARIANTS["topk k=256 16384x2048 bf16"][4:] = [("halving rounds, " + name, o)
 # the column in an int32 key instead of its float32 image and the column in an int64 one (sm_90 static
 # instructions: top-256 of 2048 12304 -> 4344, the vocabulary top-50's chunk kernel 8160 -> 3136, top-8 of 1024
 # 1432 -> 1976); the float32 cases keep int64 keys
-_WIDE = {"keys32": False}
+_WIDE = {"keys32": False, "keys32_select": False}
 _SORT_DESC = "def forward(self, x):\n        return torch.sort(x, dim=-1, descending=True)"
 SORT16_CASES = [("topk", "sort 4096 per line 8192x4096 bf16", _SORT_DESC,
                  "[torch.randn(8192, 4096, dtype=torch.bfloat16)]", "mem", None),

@@ -33,10 +33,11 @@ SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 # the sm_90 cubins take 33 KB and a quarter fewer instructions, spill-free. H100, session 30: sort 4096 per line
 # 8192x4096 fp32 4.534 -> 2.107 ms, top-50 of 1024x32000 bf16 1.675 -> 0.551, sort 256x32000 fp32 1.613 -> 0.841
 # (occupancy 2 and 8 worker warps measured slower than 4)
-# "keys32": float16 / bfloat16 lines whose span fits 16 bits as int32 keys (sort_keys.py), not int64
+# "keys32" / "keys32_select": float16 / bfloat16 lines whose span fits 16 bits as int32 keys (sort_keys.py), not
+# int64, in the sorts (bitonic, long lines) / in topk.py's selection rounds
 SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096, "topk_rounds": True,
                "topk_rounds_tile": True, "rank_tile": 128,
-               "sort_occupancy": 4, "keys32": True}
+               "sort_occupancy": 4, "keys32": True, "keys32_select": True}
 I = "    "
 
 
@@ -73,9 +74,10 @@ def line_kernel_head(kid: str, spec, x, doc: str, sort: bool = False, keys: Keys
             f"{I}cols = ct.broadcast_to(ct.arange(BN, dtype=ct.int32)[None, :], (BM, BN))"]
 
 
-def line_keys(dtype: str, span: int) -> Keys:
-    """The packed keys of lines of `dtype` whose low part spans `span` columns (SORT_TUNING["keys32"])."""
-    return Keys.for_line(dtype, span, bool(SORT_TUNING["keys32"]))
+def line_keys(dtype: str, span: int, select: bool = False) -> Keys:
+    """The packed keys of lines of `dtype` whose low part spans `span` columns, for a sort or (`select`) for
+    selection rounds (SORT_TUNING["keys32"] / ["keys32_select"])."""
+    return Keys.for_line(dtype, span, bool(SORT_TUNING["keys32_select" if select else "keys32"]))
 
 
 def sort_decorator() -> str:

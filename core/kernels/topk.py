@@ -116,7 +116,7 @@ def _selection_lines(kid, spec, x, op, k, n, largest, rows, kinds) -> tuple[list
     BK = pow2_at_least(k)
     BM = max(1, min(TILE_ELEMS // BN, pow2_at_least(rows)))
     packed = bool(TUNING["packed_keys"])
-    keys = line_keys(x.dtype, BN) if packed else Keys()
+    keys = line_keys(x.dtype, BN, select=True) if packed else Keys()
     kern = line_kernel_head(kid, spec, x, f'{op}: top-{k} {"largest" if largest else "smallest"} of lines of {n} '
                             f'({BM} lines per block)', keys=keys)
     kern += [f"{I}ks = ct.broadcast_to(ct.arange(BK, dtype=ct.int32)[None, :], (BM, BK))"]

@@ -87,6 +87,8 @@ def test_topk_special_values_on_the_emulator(largest, packed, dtype, monkeypatch
         monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", "partner" if packed == "partner" else "halves")
         monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", packed == "rounds")
     monkeypatch.setitem(topk.TUNING, "packed_keys", bool(packed))
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32", True)
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32_select", True)
     spec = snippet_spec(forward(f"torch.topk(x, 6, largest={largest})"), f"[torch.randn(4, 9).to(torch.{dtype})]",
                         "topk")
     source = generate_kernel(spec)
@@ -146,6 +148,8 @@ def test_long_lines_give_pytorchs_order_on_the_emulator(case, form, monkeypatch)
     from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
 
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "long_chunk", 16)
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32", True)  # 16-bit floats in int32 keys
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32_select", True)
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "sort_form", "partner" if form == "partner" else "halves")
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds", form != "whole_sorts")
     monkeypatch.setattr(topk, "MAX_LINE", 32)
@@ -208,6 +212,8 @@ def test_a_nan_in_the_last_column_of_a_full_line_sorts_last(path, dtype, monkeyp
     from tilestudio.core.kernels import generate_kernel, sort_bitonic, topk
 
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "long_chunk", 16)
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32", True)  # 16-bit floats in int32 keys
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32_select", True)
     monkeypatch.setattr(topk, "MAX_LINE", 32)
     monkeypatch.setattr(topk, "MAX_SORT_LINE", 16)
     n, expr = {"selection": (16, "torch.sort(x)"), "bitonic": (16, "torch.topk(x, 16, largest=False)"),
@@ -216,7 +222,8 @@ def test_a_nan_in_the_last_column_of_a_full_line_sorts_last(path, dtype, monkeyp
         monkeypatch.setattr(topk, "MAX_K", 2)
     spec = snippet_spec(forward(expr), f"[torch.randn(2, {n}).to(torch.{dtype})]", "topk")
     source = generate_kernel(spec)
-    assert ("chunks of 16" in source.notes[0]) == (path == "long") and ("ct.cat(" in source.code) == (path != "selection")
+    assert ("chunks of 16" in source.notes[0]) == (path == "long")
+    assert ("ct.cat(" in source.code) == (path != "selection")
     x = torch.randn(2, n, generator=torch.Generator().manual_seed(7)).to(getattr(torch, dtype))
     x[0, -1] = math.nan
     x[1, 0] = math.nan
@@ -228,9 +235,13 @@ def test_a_nan_in_the_last_column_of_a_full_line_sorts_last(path, dtype, monkeyp
 
 
 def test_narrow_keys_only_for_16_bit_floats_whose_span_fits_16_bits(monkeypatch):
-    """SORT_TUNING["keys32"]: bfloat16 / float16 lines pack into int32 keys; float32 values, and long lines whose
-    span (whole chunks) passes 65536 columns, keep int64 keys; off, every line keeps int64 keys."""
+    """SORT_TUNING["keys32"] / ["keys32_select"] on: bfloat16 / float16 lines pack into int32 keys; float32 values,
+    and long lines whose span (whole chunks) passes 65536 columns, keep int64 keys; each knob off, the sorts / the
+    selection rounds keep int64 keys."""
     from tilestudio.core.kernels import generate_kernel, sort_bitonic
+
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32", True)
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32_select", True)
 
     def narrow(expr, shape, dtype):
         code = generate_kernel(snippet_spec(forward(expr), f"[torch.randn{shape}.to(torch.{dtype})]", "topk")).code
@@ -242,4 +253,6 @@ def test_narrow_keys_only_for_16_bit_floats_whose_span_fits_16_bits(monkeypatch)
     assert not narrow("torch.topk(x, 50)", (4, 32000), "float32")
     assert not narrow("torch.topk(x, 50)", (2, 65537), "bfloat16")  # 17 chunks of 4096: a span of 69632
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32", False)
-    assert not narrow("torch.topk(x, 50)", (4, 32000), "bfloat16")
+    assert not narrow("torch.topk(x, 50)", (4, 32000), "bfloat16") and narrow("torch.topk(x, 8)", (4, 1024), "bfloat16")
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32_select", False)
+    assert not narrow("torch.topk(x, 8)", (4, 1024), "bfloat16")
