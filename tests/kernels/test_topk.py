@@ -256,3 +256,11 @@ def test_narrow_keys_only_for_16_bit_floats_whose_span_fits_16_bits(monkeypatch)
     assert not narrow("torch.topk(x, 50)", (4, 32000), "bfloat16") and narrow("torch.topk(x, 8)", (4, 1024), "bfloat16")
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32_select", False)
     assert not narrow("torch.topk(x, 8)", (4, 1024), "bfloat16")
+
+
+def test_gpu_narrow_key_cases_pass_on_the_emulator(monkeypatch):
+    """The GPU file's narrow-key cases (int32 keys forced on), their smallest shapes, on the emulator."""
+    monkeypatch.setattr(test_topk_gpu, "CHECK", check_emulated)
+    for name in ("k8", "sort_long", "topk_k256", "smallest_dim0"):
+        shape = min(test_topk_gpu.VARIANTS[name][1], key=math.prod)
+        test_topk_gpu.test_narrow_keys_match_reference(name, shape, "bfloat16", monkeypatch)

@@ -62,8 +62,7 @@ def test_topk_kernel_strided_inputs(name, shape, dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_topk_special_values_on_gpu(dtype):
-    """NaN first (largest) / last (smallest), infinities as values, repeated values each selected once (16-bit
-    floats in int32 keys)."""
+    """NaN first (largest) / last (smallest), infinities as values, repeated values each selected once."""
     import torch
 
     from tilestudio.core.kernels import generate_kernel
@@ -112,4 +111,20 @@ def test_topk_by_halving_rounds(shape, dtype, monkeypatch):
 
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "topk_rounds_tile", True)
     result = run_check(topk_spec("topk_k256", shape, dtype), make_inputs(), CHECK)
+    assert result.ok, result.message
+
+
+NARROW = [(name, VARIANTS[name][1][1], dtype) for name in ("k8", "sort_long", "topk_k256", "topk_vocab_k50",
+                                                          "sort_vocab_descending", "smallest_dim0")
+          for dtype in ("bfloat16", "float16")]
+
+
+@pytest.mark.parametrize("name,shape,dtype", NARROW, ids=case_ids(NARROW))
+def test_narrow_keys_match_reference(name, shape, dtype, monkeypatch):
+    """SORT_TUNING["keys32"] / ["keys32_select"] (prepared, off by default): 16-bit floats in int32 keys."""
+    from tilestudio.core.kernels import sort_bitonic
+
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32", True)
+    monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32_select", True)
+    result = run_check(topk_spec(name, shape, dtype), make_inputs(), CHECK)
     assert result.ok, result.message
