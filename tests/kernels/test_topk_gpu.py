@@ -121,7 +121,8 @@ NARROW = [(name, VARIANTS[name][1][1], dtype) for name in ("k8", "sort_long", "t
 
 @pytest.mark.parametrize("name,shape,dtype", NARROW, ids=case_ids(NARROW))
 def test_narrow_keys_match_reference(name, shape, dtype, monkeypatch):
-    """SORT_TUNING["keys32"] / ["keys32_select"] (prepared, off by default): 16-bit floats in int32 keys."""
+    """SORT_TUNING["keys32"] / ["keys32_select"] (on by default, forced on here): 16-bit floats in
+    int32 keys."""
     from tilestudio.core.kernels import sort_bitonic
 
     monkeypatch.setitem(sort_bitonic.SORT_TUNING, "keys32", True)
