@@ -42,10 +42,6 @@ class Keys:
         return cls()
 
     @property
-    def ct_dtype(self) -> str:
-        return "ct.int32" if self.narrow else "ct.int64"
-
-    @property
     def torch_dtype(self) -> str:
         return "torch.int32" if self.narrow else "torch.int64"
 

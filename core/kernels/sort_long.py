@@ -27,6 +27,7 @@ from __future__ import annotations
 from .base import pow2_at_least
 from .indexing import array_param, module, out_param, ret_outputs
 from .sort_bitonic import SORT_TUNING, first_keys, line_keys, line_wrapper_head, sort_decorator
+from .sort_keys import Keys
 I = "    "
 
 
@@ -38,12 +39,11 @@ def plan(n: int, k: int) -> tuple[int, int, int, int]:
     return C, NC, KC, min(KC, int(SORT_TUNING["rank_tile"]))
 
 
-def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool,
-            kinds: list[int]) -> tuple[list[str], int, int, int, int]:
-    """The chunk-sort and rank kernels' sources and the plan (C, NC, KC, T)."""
+def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool, kinds: list[int],
+            keys: Keys) -> list[str]:
+    """The chunk-sort and rank kernels' sources over `keys` (spanning P = C * NC columns)."""
     C, NC, KC, T = plan(n, k)
     P = C * NC
-    keys = line_keys(x.dtype, P)
     xp = array_param(x)
     order = "descending" if largest else "ascending"
     sort = [sort_decorator(),
@@ -84,18 +84,19 @@ def kernels(kid: str, spec, x, op: str, k: int, n: int, largest: bool,
     for o, kind in zip(outs, kinds):
         tile = "top_val" if kind == 0 else "top_col"
         rank.append(f"{I}ct.scatter({o}, (row, place), {tile}.astype({o}.dtype), mask=keep)")
-    return ["\n".join(sort), "\n".join(rank)], C, NC, KC, T
+    return ["\n".join(sort), "\n".join(rank)]
 
 
 def generate(spec, rec, x, shape, dim, k, largest, rows, kinds):
     kid = spec.id
     n = shape[dim]
-    srcs, C, NC, KC, T = kernels(kid, spec, x, rec.op, k, n, largest, kinds)
+    C, NC, KC, T = plan(n, k)
+    keys = line_keys(x.dtype, C * NC)
+    srcs = kernels(kid, spec, x, rec.op, k, n, largest, kinds, keys)
     xp = array_param(x)
     w, outs, device = line_wrapper_head(spec, x, shape, dim, k, rows)
     runs = f"{kid}_runs"
-    keys = line_keys(x.dtype, NC * C)
-    w += [f"{I}{runs} = torch.empty(({rows}, {NC}, {KC}), dtype={keys.torch_dtype}, device={device})  # chunk runs",
+    w += [f"{I}{runs} = torch.empty(({rows}, {NC}, {KC}), dtype={keys.torch_dtype}, device={device})  # sorted runs",
           f"{I}ct.launch(torch.cuda.current_stream(), ({rows * NC}, 1, 1), {kid}_chunks_kernel, "
           f"({xp}, {runs}, {C}, {KC}))",
           f"{I}ct.launch(torch.cuda.current_stream(), ({rows * NC * (KC // T)}, 1, 1), {kid}_rank_kernel, "
